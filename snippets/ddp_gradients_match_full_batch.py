@@ -1,0 +1,48 @@
+# Data parallelism is not "less accurate": 2 ranks on half batches, with DDP averaging their
+# gradients, produce the gradient one process computes on the full batch (up to float rounding).
+# Negative control: the same half-batch gradient without the all-reduce differs from it.
+#
+#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_gradients_match_full_batch.py
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+
+import _claims
+
+TOLERANCE = 1e-6  # float32 sums in a different order differ by ~1e-7, a wrong gradient by ~1e-1
+
+accelerator = Accelerator(cpu=True)
+set_seed(0)  # same weights and same full batch on every rank
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+inputs, targets = torch.randn(32, 8), torch.randn(32, 1)
+
+
+def gradient(module, x, y):
+    module.zero_grad()
+    loss = torch.nn.functional.mse_loss(module(x), y)  # a mean over the batch, as in real training
+    accelerator.backward(loss)  # plain loss.backward() here: no scaler, no accumulation
+    return torch.cat([p.grad.flatten() for p in module.parameters()])
+
+
+# Reference: one process, the whole batch of 32.
+full_batch_grad = gradient(model, inputs, targets).clone()
+
+# --- the mechanism: prepare() wraps the model in DDP; backward() all-reduces and averages ---
+ddp_model = accelerator.prepare(model)
+rank, world = accelerator.process_index, accelerator.num_processes
+shard = slice(rank * 32 // world, (rank + 1) * 32 // world)  # each rank sees 16 of the 32 samples
+averaged_grad = gradient(ddp_model, inputs[shard], targets[shard])
+
+# Control: the same half batch, no all-reduce (no_sync skips the gradient averaging).
+with ddp_model.no_sync():
+    local_grad = gradient(ddp_model, inputs[shard], targets[shard])
+
+_claims.at_most(
+    "averaged_grads_match_full_batch",
+    measured=(averaged_grad - full_batch_grad).abs().max().item(),
+    control=(local_grad - full_batch_grad).abs().max().item(),
+    tolerance=TOLERANCE,
+    world_size=world,
+    samples_per_rank=shard.stop - shard.start,
+)
