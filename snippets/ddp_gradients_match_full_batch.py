@@ -12,10 +12,11 @@ import _claims
 
 TOLERANCE = 1e-6  # float32 sums in a different order differ by ~1e-7, a wrong gradient by ~1e-1
 
-accelerator = Accelerator(cpu=True)
+accelerator = Accelerator()  # CPU or GPU: the launcher's environment decides
 set_seed(0)  # same weights and same full batch on every rank
-model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-inputs, targets = torch.randn(32, 8), torch.randn(32, 1)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(accelerator.device)
+inputs = torch.randn(32, 8, device=accelerator.device)
+targets = torch.randn(32, 1, device=accelerator.device)
 
 
 def gradient(module, x, y):
