@@ -1,0 +1,1 @@
+"""The verify harness: runs each page's proof snippets on several processes and judges their claims."""

@@ -1,0 +1,49 @@
+"""`pytest verify`: one test per claim declared by a page, all snippets run by one shared session."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from verify.pages import ROOT, all_proofs, load_pages
+from verify.runner import LaunchSettings
+from verify.session import verify_proofs
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("verify", "running the proofs")
+    group.addoption("--nproc", type=int, default=2, help="processes per launch (default 2)")
+    group.addoption("--accelerate-config", default=None, help="an accelerate config file for the launches")
+    group.addoption(
+        "--launch-mode", choices=("grouped", "isolated"), default="grouped",
+        help="grouped: many snippets per launch (fast); isolated: one launch per snippet (reference)",
+    )  # fmt: skip
+
+
+def launch_settings(config) -> LaunchSettings:
+    return LaunchSettings(num_processes=config.getoption("nproc"), config_file=config.getoption("accelerate_config"))
+
+
+def pytest_generate_tests(metafunc):
+    if "claim" in metafunc.fixturenames:
+        cases = [(proof, claim) for proof in all_proofs(load_pages()) for claim in proof.claims]
+        metafunc.parametrize("claim", cases, ids=[f"{proof.page}::{claim}" for proof, claim in cases])
+
+
+@pytest.fixture(scope="session")
+def verdicts(request):
+    """Runs, once, the snippets of the claims this pytest session selected (so `-k` stays cheap)."""
+    params = [getattr(item, "callspec", None) for item in request.session.items]
+    selected = [callspec.params["claim"] for callspec in params if callspec and "claim" in callspec.params]
+    proofs = list({(proof.page, proof.snippet): proof for proof, _ in selected}.values())
+    settings = launch_settings(request.config)
+    work_dir = ROOT / ".verify" / "runs"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return verify_proofs(proofs, settings, work_dir, request.config.getoption("launch_mode"))
+
+
+@pytest.fixture
+def settings(request) -> LaunchSettings:
+    return launch_settings(request.config)

@@ -1,0 +1,90 @@
+"""Turns what the ranks reported into one verdict per declared claim, with a reason a person can act on."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from verify.pages import SNIPPETS_DIR, Proof
+from verify.runner import LaunchSettings, SnippetRun
+
+
+def _load_claims_module():
+    # The snippets' own reporter holds the relations; the harness judges with the very same code.
+    spec = importlib.util.spec_from_file_location("_claims_for_judging", SNIPPETS_DIR / "_claims.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_claims = _load_claims_module()
+
+
+@dataclass
+class Verdict:
+    page: str
+    snippet: str
+    claim: str
+    passed: bool
+    reason: str
+    reports: list  # every rank's record of this claim
+
+
+def run_problems(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> list[str]:
+    """What is wrong with the snippet's run as a whole; each problem fails every claim of the snippet."""
+    if not proof.path.exists():
+        return [f"the page names a snippet that does not exist: {proof.path}"]
+    if run is None:
+        return ["the snippet was not run"]
+    if run.status != "finished":
+        return [f"{run.status}: {run.problem}"]
+    problems = []
+    asked = settings.num_processes
+    ranks = sorted(run.ranks)
+    if ranks != list(range(asked)):
+        problems.append(f"asked for {asked} processes, ranks {ranks} ran ({len(ranks)} process(es))")
+    for rank, outcome in sorted(run.ranks.items()):
+        state = outcome.state or {}
+        seen = {
+            "torch.distributed world size": state.get("torch_world_size"),
+            "accelerate num_processes": state.get("accelerate_num_processes", asked),
+        }
+        for what, value in seen.items():
+            if value != asked:
+                problems.append(f"rank {rank}: {what} is {value}, asked for {asked}")
+        if state.get("backend") != settings.expected_backend:
+            problems.append(f"rank {rank}: backend {state.get('backend')}, expected {settings.expected_backend}")
+    declared = set(proof.claims)
+    for rank, outcome in sorted(run.ranks.items()):
+        undeclared = sorted({r["claim"] for r in outcome.reports} - declared)
+        if undeclared:
+            problems.append(f"rank {rank} reported claim(s) the page does not declare: {undeclared}")
+    return problems
+
+
+def judge(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> list[Verdict]:
+    problems = run_problems(proof, run, settings)
+    verdicts = []
+    for claim in proof.claims:
+        where = f"page {proof.page}, snippet {proof.snippet}, claim {claim}"
+        reports = [r for o in (run.ranks.values() if run else []) for r in o.reports if r["claim"] == claim]
+        if problems:
+            verdicts.append(Verdict(proof.page, proof.snippet, claim, False, f"{where}: " + "\n".join(problems), reports))
+            continue
+        if not reports:
+            verdicts.append(Verdict(proof.page, proof.snippet, claim, False, f"{where}: no rank reported it", reports))
+            continue
+        failures = []
+        for record in sorted(reports, key=lambda r: r["rank"]):
+            passed, holds, control_holds = _claims.verdict(record)
+            relation = f"{record['op']} {record['bound']}"
+            if not holds:
+                failures.append(f"rank {record['rank']}: measured {record['measured']}, expected {relation}")
+            if control_holds:
+                failures.append(
+                    f"rank {record['rank']}: the negative control {record['control']} also meets {relation}, "
+                    "so the check cannot fail"
+                )
+        reason = f"{where}: " + ("; ".join(failures) if failures else "holds on every reporting rank")
+        verdicts.append(Verdict(proof.page, proof.snippet, claim, not failures, reason, reports))
+    return verdicts

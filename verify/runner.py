@@ -1,0 +1,300 @@
+"""Launches snippets under `accelerate launch` and watches them: time limits, crashes, leftovers.
+
+Grouped mode puts many snippets into one launch (verify/worker.py runs them in turn inside the same
+ranks); isolated mode gives each snippet a launch of its own. Both go through the same code, so the
+verdicts cannot depend on the mode except through the snippets themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+WORKER = Path(__file__).resolve().parent / "worker.py"
+STARTUP_TIMEOUT_S = 180.0
+POLL_S = 0.1
+STACK_DUMP_WAIT_S = 1.5
+
+
+def cuda_device_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except ImportError:
+        return 0
+
+
+@dataclass
+class LaunchSettings:
+    num_processes: int = 2
+    config_file: str | None = None
+    extra_args: tuple = ()  # raw `accelerate launch` arguments, e.g. ("--cpu",) to show what that starts
+    use_cpu: bool | None = None  # None: CPU unless there is one GPU per process
+    startup_timeout: float = STARTUP_TIMEOUT_S
+
+    def __post_init__(self):
+        if self.use_cpu is None:
+            self.use_cpu = cuda_device_count() < self.num_processes
+
+    @property
+    def expected_backend(self) -> str:
+        return "gloo" if self.use_cpu else "nccl"
+
+    def launch_args(self, port: int) -> list[str]:
+        args = []
+        if self.config_file:
+            args += ["--config_file", self.config_file]
+        elif not self.extra_args:
+            # --multi_gpu even on CPU: `--cpu --num_processes 2` starts ONE process (MULTI_CPU needs mpirun).
+            args += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+        args += ["--num_processes", str(self.num_processes), "--main_process_port", str(port)]
+        return args + list(self.extra_args)
+
+    def environment(self) -> dict:
+        env = dict(os.environ)
+        for inherited in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            env.pop(inherited, None)
+        if self.use_cpu:
+            env["ACCELERATE_USE_CPU"] = "true"  # what makes `--multi_gpu` ranks use gloo on the CPU
+        env.setdefault("OMP_NUM_THREADS", "1")  # 2 ranks on 2 cores: more threads only fight each other
+        env["PYTHONUNBUFFERED"] = "1"
+        env["PYTHONWARNINGS"] = env.get("PYTHONWARNINGS", "ignore::FutureWarning")
+        return env
+
+
+@dataclass
+class RankOutcome:
+    rank: int
+    state: dict | None = None
+    reports: list = field(default_factory=list)
+    traceback: str | None = None
+    log: str = ""
+    seconds: float | None = None
+    finished: bool = False
+    ended_at: float | None = None  # wall-clock time of its end event: who failed first
+
+
+@dataclass
+class SnippetRun:
+    name: str
+    path: str
+    status: str  # finished | crashed | hung | launch_failed
+    ranks: dict = field(default_factory=dict)  # rank -> RankOutcome
+    problem: str | None = None
+    seconds: float | None = None  # the snippet's own time, slowest rank
+    launch: dict = field(default_factory=dict)
+
+
+@dataclass
+class SnippetSpec:
+    name: str
+    path: str
+    timeout: float
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def read_events(run_dir: Path) -> dict[int, list]:
+    events: dict[int, list] = {}
+    for status_file in run_dir.glob("rank*.status.jsonl"):
+        rank = int(status_file.name[len("rank") :].split(".")[0])
+        lines = status_file.read_text().splitlines()
+        events[rank] = [json.loads(line) for line in lines if line.endswith("}")]
+    return events
+
+
+def read_text(path: Path, limit: int = 20000) -> str:
+    if not path.exists():
+        return ""
+    text = path.read_text(errors="replace")
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def kill_tree(process: subprocess.Popen, extra_pids=()) -> None:
+    """SIGKILL the launcher and every process under it, ranks included (they run in sessions of their own)."""
+    victims = []
+    try:
+        parent = psutil.Process(process.pid)
+        victims = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        pass
+    for pid in extra_pids:
+        try:
+            victims.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    for victim in victims:
+        try:
+            victim.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(victims, timeout=10)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class Launch:
+    """One `accelerate launch` of the worker over a batch of snippets."""
+
+    def __init__(self, batch: list[SnippetSpec], settings: LaunchSettings, run_dir: Path, mode: str):
+        self.batch, self.settings, self.run_dir, self.mode = batch, settings, run_dir, mode
+        run_dir.mkdir(parents=True, exist_ok=True)
+        manifest = {"run_dir": str(run_dir), "snippets": [{"name": s.name, "path": s.path} for s in batch]}
+        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        self.command = [
+            sys.executable, "-m", "accelerate.commands.launch",
+            *settings.launch_args(free_port()), str(WORKER), str(run_dir / "manifest.json"),
+        ]  # fmt: skip
+        self.log_path = run_dir / "launch.log"
+
+    def info(self, **more) -> dict:
+        return {"mode": self.mode, "command": " ".join(self.command), "batch_size": len(self.batch), **more}
+
+    def outcome(self, spec: SnippetSpec, events: dict) -> dict[int, RankOutcome]:
+        ranks = {}
+        for rank, rank_events in events.items():
+            outcome = RankOutcome(rank=rank)
+            for event in rank_events:
+                if event.get("snippet") == spec.name and event["event"] == "end":
+                    outcome.finished, outcome.seconds = event["ok"], event["seconds"]
+                    outcome.ended_at = event["time"]
+                    outcome.state = event.get("state")
+            claims_file = self.run_dir / f"{spec.name}.rank{rank}.claims.jsonl"
+            if claims_file.exists():
+                outcome.reports = [json.loads(line) for line in claims_file.read_text().splitlines() if line]
+            outcome.traceback = read_text(self.run_dir / f"{spec.name}.rank{rank}.traceback") or None
+            outcome.log = read_text(self.run_dir / f"{spec.name}.rank{rank}.log", limit=4000)
+            ranks[rank] = outcome
+        return ranks
+
+    def run(self) -> tuple[dict[str, SnippetRun], list[SnippetSpec]]:
+        """Runs until the batch is done or one snippet fails; returns the verdicts and the snippets not yet run."""
+        results: dict[str, SnippetRun] = {}
+        launched = time.monotonic()
+        with open(self.log_path, "w") as log:
+            process = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=self.settings.environment(), start_new_session=True,
+            )  # fmt: skip
+        index, clock_from = 0, None  # the snippet being watched and when its time limit started
+        try:
+            while index < len(self.batch):
+                spec = self.batch[index]
+                events = read_events(self.run_dir)
+                ready = [rank for rank, rank_events in events.items() if rank_events]
+                if clock_from is None and ready:
+                    clock_from = time.monotonic()
+                ranks = self.outcome(spec, events)
+                started = [e["time"] for r in events.values() for e in r if e.get("snippet") == spec.name]
+                ended = {rank: o for rank, o in ranks.items() if o.finished}
+                failed = [rank for rank, o in ranks.items() if o.traceback]
+                exited = process.poll() is not None
+                pids = [e["pid"] for r in events.values() for e in r[:1]]
+                info = self.info(launch_seconds=round(time.monotonic() - launched, 2))
+
+                if ready and len(ended) == len(events) and not failed:
+                    seconds = max(o.seconds for o in ranks.values())
+                    results[spec.name] = SnippetRun(spec.name, spec.path, "finished", ranks, None, seconds, info)
+                    index, clock_from = index + 1, time.monotonic()
+                    continue
+                if failed or (exited and started):
+                    time.sleep(0.5 if not exited else 0)  # let a dying launcher finish writing
+                    kill_tree(process, pids)
+                    ranks = self.outcome(spec, read_events(self.run_dir))
+                    results[spec.name] = SnippetRun(
+                        spec.name, spec.path, "crashed", ranks, self.crash_story(ranks, process), None, info
+                    )
+                    return results, self.batch[index + 1 :]
+                if exited:
+                    story = f"the launch ended (exit code {process.returncode}) before any rank started the snippet"
+                    story += f"; launch log:\n{read_text(self.log_path, 6000)}"
+                    for rest in self.batch[index:]:
+                        results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
+                    return results, []
+                if clock_from is None and time.monotonic() - launched > self.settings.startup_timeout:
+                    kill_tree(process, pids)
+                    story = f"no rank was ready after {self.settings.startup_timeout:.0f} s; launch log:\n"
+                    story += read_text(self.log_path, 6000)
+                    for rest in self.batch[index:]:
+                        results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
+                    return results, []
+                if clock_from is not None and time.monotonic() - clock_from > spec.timeout:
+                    for pid in pids:  # faulthandler in each rank writes every thread's stack to its faults file
+                        try:
+                            os.kill(pid, signal.SIGUSR1)
+                        except ProcessLookupError:
+                            pass
+                    time.sleep(STACK_DUMP_WAIT_S)
+                    kill_tree(process, pids)
+                    ranks = self.outcome(spec, read_events(self.run_dir))
+                    results[spec.name] = SnippetRun(
+                        spec.name, spec.path, "hung", ranks, self.hang_story(spec, ranks), None, info
+                    )
+                    return results, self.batch[index + 1 :]
+                time.sleep(POLL_S)
+            try:
+                process.wait(timeout=60)  # the ranks' last barrier, then the launcher's exit
+            except subprocess.TimeoutExpired:
+                pass
+            return results, []
+        finally:
+            kill_tree(process, [e["pid"] for r in read_events(self.run_dir).values() for e in r[:1]])
+
+    def crash_story(self, ranks: dict, process: subprocess.Popen) -> str:
+        lines = []
+        raised = sorted((o for o in ranks.values() if o.traceback), key=lambda o: (o.ended_at or float("inf"), o.rank))
+        for order, outcome in enumerate(raised):
+            if order == 0:
+                lines.append(f"rank {outcome.rank} raised:\n{outcome.traceback}")
+            else:  # its peer was gone: the collective it was in failed, a consequence rather than a cause
+                last_line = outcome.traceback.strip().splitlines()[-1]
+                lines.append(f"after that, rank {outcome.rank} failed too: {last_line}")
+        if not lines:
+            lines.append(f"a rank exited without a Python traceback (launcher exit code {process.returncode})")
+            for faults in sorted(self.run_dir.glob("rank*.faults")):
+                if faults.stat().st_size:
+                    lines.append(f"{faults.name}:\n{read_text(faults, 4000)}")
+            lines.append(f"launch log:\n{read_text(self.log_path, 4000)}")
+        return "\n".join(lines)
+
+    def hang_story(self, spec: SnippetSpec, ranks: dict) -> str:
+        waiting = sorted(rank for rank, outcome in ranks.items() if not outcome.finished)
+        lines = [f"did not finish within {spec.timeout:.0f} s on rank(s) {waiting}; all its processes were killed"]
+        for rank in waiting:
+            lines.append(f"rank {rank} was here when stopped:\n{read_text(self.run_dir / f'rank{rank}.faults', 6000)}")
+        return "\n".join(lines)
+
+
+def run_snippets(
+    specs: list[SnippetSpec], settings: LaunchSettings, work_dir: Path, mode: str = "grouped"
+) -> dict[str, SnippetRun]:
+    """Runs every snippet once; a crash or a hang ends that launch and the rest go on in a new one."""
+    if mode not in ("grouped", "isolated"):
+        raise ValueError(f"mode must be grouped or isolated, not {mode!r}")
+    results: dict[str, SnippetRun] = {}
+    queue = [[spec] for spec in specs] if mode == "isolated" else ([list(specs)] if specs else [])
+    launch_number = 0
+    while queue:
+        batch = queue.pop(0)
+        launch_number += 1
+        done, rest = Launch(batch, settings, work_dir / f"launch-{launch_number:03d}", mode).run()
+        results.update(done)
+        if rest:
+            queue.insert(0, rest)
+    return results

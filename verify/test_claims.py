@@ -1,0 +1,14 @@
+"""One test per claim: `pytest verify -k data-parallel-accuracy` runs one page's proofs."""
+
+import pytest
+
+from verify.session import skip_reason
+
+
+def test_claim(claim, verdicts, settings):
+    proof, claim_id = claim
+    reason = skip_reason(proof, settings)
+    if reason:
+        pytest.skip(reason)
+    verdict = verdicts[(proof.page, claim_id)]
+    assert verdict.passed, verdict.reason

@@ -1,0 +1,138 @@
+"""Runs inside every launched rank: executes a list of snippets in turn, in this one process.
+
+Importing torch and accelerate costs seconds per process; the proofs themselves take a fraction of a
+second. So a launch keeps its ranks up and runs many snippets, putting back between them what a fresh
+process would have: Accelerate's singletons, the random generators, the environment, the working
+directory. The harness watches the status file each rank writes and enforces the time limits.
+
+    python -m accelerate.commands.launch ... verify/worker.py MANIFEST.json
+"""
+
+import contextlib
+import faulthandler
+import json
+import os
+import random
+import runpy
+import signal
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState, GradientState, PartialState
+
+
+def world_state():
+    """What the snippet really ran with, as Accelerate and torch.distributed each see it."""
+    seen = {"torch_world_size": None, "torch_rank": None, "backend": None}
+    if dist.is_available() and dist.is_initialized():
+        seen.update(torch_world_size=dist.get_world_size(), torch_rank=dist.get_rank(), backend=dist.get_backend())
+    if PartialState._shared_state != {}:  # a snippet that never made an Accelerator has no accelerate view
+        state = AcceleratorState() if AcceleratorState._shared_state != {} else PartialState()
+        seen.update(
+            accelerate_num_processes=state.num_processes,
+            accelerate_process_index=state.process_index,
+            accelerate_local_process_index=state.local_process_index,
+            distributed_type=str(state.distributed_type).split(".")[-1],
+            device=str(state.device),
+            mixed_precision=str(getattr(state, "mixed_precision", None)),
+        )
+    return seen
+
+
+class FreshProcess:
+    """Snapshot of what a snippet may change, taken before the first snippet, put back before each."""
+
+    def __init__(self, snippet_dirs):
+        self.snippet_dirs = tuple(os.path.join(os.path.abspath(d), "") for d in snippet_dirs)
+        self.environ = dict(os.environ)
+        self.cwd = os.getcwd()
+        self.sys_path = list(sys.path)
+        self.modules = set(sys.modules)
+        self.torch_rng = torch.get_rng_state()
+        self.python_rng = random.getstate()
+        self.numpy_rng = np.random.get_state()
+        self.default_dtype = torch.get_default_dtype()
+        self.num_threads = torch.get_num_threads()
+        self.deterministic = torch.are_deterministic_algorithms_enabled()
+
+    def restore(self):
+        os.environ.clear()
+        os.environ.update(self.environ)
+        os.chdir(self.cwd)
+        sys.path[:] = self.sys_path
+        # A helper module imported from a snippets folder would keep its module-level state.
+        for name in set(sys.modules) - self.modules:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if module_file.startswith(self.snippet_dirs):
+                del sys.modules[name]
+        torch.set_rng_state(self.torch_rng)
+        random.setstate(self.python_rng)
+        np.random.set_state(self.numpy_rng)
+        torch.set_default_dtype(self.default_dtype)
+        torch.set_num_threads(self.num_threads)
+        torch.use_deterministic_algorithms(self.deterministic)
+        AcceleratorState._reset_state(reset_partial_state=True)
+        GradientState._reset_state()
+        if "torch._dynamo" in sys.modules:
+            torch._dynamo.reset()
+
+
+def main(manifest_path):
+    with open(manifest_path) as manifest_file:
+        manifest = json.load(manifest_file)
+    run_dir = manifest["run_dir"]
+    rank = int(os.environ.get("RANK", 0))
+
+    faults = open(os.path.join(run_dir, f"rank{rank}.faults"), "w")
+    faulthandler.enable(file=faults)  # a segfault or abort still names where it happened
+    faulthandler.register(signal.SIGUSR1, file=faults, all_threads=True)  # the harness asks, before a kill
+
+    status = open(os.path.join(run_dir, f"rank{rank}.status.jsonl"), "a", buffering=1)
+
+    def emit(event, **fields):
+        status.write(json.dumps({"event": event, "rank": rank, "pid": os.getpid(), "time": time.time(), **fields}) + "\n")
+
+    Accelerator()  # the process group every snippet will share; gloo on CPU, NCCL on GPUs
+    fresh = FreshProcess({os.path.dirname(snippet["path"]) for snippet in manifest["snippets"]})
+    emit("ready", state=world_state())
+
+    for snippet in manifest["snippets"]:
+        name, path = snippet["name"], snippet["path"]
+        if dist.is_initialized():
+            dist.barrier()  # no rank starts a snippet while another is still inside the previous one
+        fresh.restore()
+        sys.path.insert(0, os.path.dirname(path))
+        os.environ["PROOF_REPORT_FILE"] = os.path.join(run_dir, f"{name}.rank{{rank}}.claims.jsonl")
+        log_path = os.path.join(run_dir, f"{name}.rank{rank}.log")
+        emit("start", snippet=name)
+        started = time.perf_counter()
+        sys.argv = [path]
+        try:
+            with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                try:
+                    runpy.run_path(path, run_name="__main__")
+                except SystemExit as exit_request:
+                    if exit_request.code not in (None, 0):
+                        raise
+        except BaseException:
+            with open(os.path.join(run_dir, f"{name}.rank{rank}.traceback"), "w") as out:
+                out.write(traceback.format_exc())
+            emit("end", snippet=name, ok=False, seconds=time.perf_counter() - started)
+            # The other ranks may be blocked in a collective this rank will never join: end the launch,
+            # the harness names this snippet and starts a new launch for the ones not yet run.
+            status.flush()
+            os._exit(1)
+        emit("end", snippet=name, ok=True, seconds=time.perf_counter() - started, state=world_state())
+    if dist.is_initialized():
+        dist.barrier()
+    emit("done")
+    status.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
