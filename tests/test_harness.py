@@ -3,18 +3,10 @@
 from pathlib import Path
 
 import psutil
-import pytest
 
-from verify.pages import all_proofs, load_pages
+from tests.conftest import broken_proofs
 from verify.runner import LaunchSettings
 from verify.session import verify_proofs
-
-BROKEN = Path(__file__).parent / "broken"
-
-
-def broken_proofs():
-    return all_proofs(load_pages(BROKEN / "docs", BROKEN / "snippets"))
-
 
 def processes_under(folder: Path) -> list:
     """Launchers and ranks whose command line names this run's folder (the manifest lives there)."""
@@ -23,13 +15,6 @@ def processes_under(folder: Path) -> list:
         if any(str(folder) in part for part in process.info["cmdline"] or []):
             found.append(process)
     return found
-
-
-@pytest.fixture(scope="module")
-def grouped(tmp_path_factory):
-    work_dir = tmp_path_factory.mktemp("grouped")
-    verdicts = verify_proofs(broken_proofs(), LaunchSettings(num_processes=2), work_dir, "grouped", None)
-    return verdicts, work_dir
 
 
 def reason(grouped, page, claim):

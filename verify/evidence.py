@@ -5,13 +5,15 @@ from __future__ import annotations
 import datetime
 import importlib.metadata
 import json
+import os
 import platform
 from pathlib import Path
 
 from verify.pages import ROOT, Proof
 from verify.runner import LaunchSettings, SnippetRun
 
-EVIDENCE_DIR = ROOT / ".verify" / "evidence"
+# Where `pytest verify` writes and the site reads; a test points both elsewhere.
+EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", ROOT / ".verify" / "evidence"))
 
 
 def versions() -> dict:

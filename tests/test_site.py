@@ -1,0 +1,119 @@
+"""The site builds strictly, requests nothing from other hosts, and shows evidence or the command for it."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.pages import ROOT
+
+EXTERNAL = re.compile(
+    r"""<(?:script|img|iframe|source|audio|video)[^>]+src=["']?(?:https?:)?//"""
+    r"""|<link[^>]+href=["']?(?:https?:)?//[^>]*>"""
+    r"""|url\(\s*["']?(?:https?:)?//|@import\s+["']?(?:https?:)?//""",
+    re.I,
+)
+
+
+def build(site_dir: Path, evidence_dir: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, VERIFY_EVIDENCE_DIR=str(evidence_dir), NO_MKDOCS_2_WARNING="1")
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def site_without_evidence(tmp_path_factory):
+    site = tmp_path_factory.mktemp("site")
+    result = build(site, tmp_path_factory.mktemp("no-evidence"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return site
+
+
+def test_built_site_requests_nothing_from_other_hosts(site_without_evidence):
+    offenders = []
+    for path in site_without_evidence.rglob("*"):
+        if path.suffix in (".html", ".css", ".js"):
+            for match in EXTERNAL.finditer(path.read_text(errors="replace")):
+                offenders.append(f"{path.relative_to(site_without_evidence)}: {match.group(0)[:80]}")
+    assert offenders == []
+
+
+def test_without_evidence_a_page_shows_the_command_that_produces_it(site_without_evidence):
+    page = (site_without_evidence / "questions" / "data-parallel-accuracy" / "index.html").read_text()
+    assert "No evidence from this machine yet" in page
+    assert "python -m pytest verify -k data-parallel-accuracy" in page
+    assert "snippets/ddp_gradients_match_full_batch.py" in page  # the proof's code is on the page
+
+
+def test_the_30_second_answer_is_folded(site_without_evidence):
+    page = (site_without_evidence / "questions" / "data-parallel-accuracy" / "index.html").read_text()
+    assert re.search(r"<details class=\"success\">\s*<summary>30-second answer</summary>", page)
+
+
+def test_search_index_segments_chinese_words(site_without_evidence):
+    index = json.loads((site_without_evidence / "search" / "search_index.json").read_text())
+    assert index["config"]["lang"] == ["en", "zh"]
+    text = " ".join(doc["text"] + doc["title"] for doc in index["docs"])
+    assert "数据并行" in text
+    assert "\u200b" in text  # jieba's word boundaries, which the separator splits on
+
+
+def test_with_evidence_a_page_shows_measured_values_and_versions(tmp_path):
+    evidence_dir = tmp_path / "evidence"
+    evidence_dir.mkdir()
+    fake = {
+        "page": "data-parallel-accuracy", "snippet": "ddp_gradients_match_full_batch.py",
+        "date": "2026-01-02T03:04:05+00:00",
+        "versions": {"python": "3.11.7", "torch": "9.9.9", "accelerate": "8.8.8", "transformers": "7.7.7"},
+        "world_size": 2, "backend": "gloo", "distributed_type": "MULTI_CPU", "device_per_rank": {"0": "cpu"},
+        "status": "finished", "snippet_seconds": 0.1,
+        "claims": [{"id": "averaged_grads_match_full_batch", "statement": "s", "passed": True, "reason": "",
+                    "reports": [{"rank": 0, "measured": 1.25e-08, "control": 0.5, "op": "<=", "bound": 1e-06,
+                                 "details": {}}]}],
+    }  # fmt: skip
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(fake))
+    result = build(tmp_path / "site", evidence_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (tmp_path / "site" / "questions" / "data-parallel-accuracy" / "index.html").read_text()
+    assert "Evidence: every claim held" in page
+    assert "1.25e-08" in page and "torch 9.9.9" in page and "accelerate 8.8.8" in page
+
+
+@pytest.mark.skipif(
+    not (shutil.which("chromium") and __import__("importlib").util.find_spec("playwright")),
+    reason="needs Debian's chromium and `pip install playwright` (optional: a real-browser check of search)",
+)
+def test_search_in_a_real_browser_finds_english_and_chinese_words(site_without_evidence):
+    import http.server
+    import threading
+    from functools import partial
+
+    from playwright.sync_api import sync_playwright
+
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(site_without_evidence))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=shutil.which("chromium"),
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+            )
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.server_port}/")
+            for word, expected in (("gradient", "data-parallel-accuracy"), ("数据并行", "data-parallel-accuracy")):
+                page.click("label.md-search__icon") if page.is_visible("label.md-search__icon") else None
+                box = page.locator("input.md-search__input")
+                box.fill(word)
+                box.press("End")
+                page.wait_for_selector(f".md-search-result__link[href*='{expected}']", timeout=15000)
+            browser.close()
+    finally:
+        server.shutdown()

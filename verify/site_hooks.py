@@ -1,0 +1,134 @@
+"""mkdocs hooks: put each proof's code and latest evidence on its page, and build the errata table.
+
+A page marks where a proof goes with `<!-- proof: NAME.py -->`; the errata page with `<!-- errata -->`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
+
+from verify import evidence  # noqa: E402
+from verify.pages import DOCS_DIR, SNIPPETS_DIR, load_page, load_pages  # noqa: E402
+
+SOURCES = {
+    "interview-handout": "Interview handout (《Accelerate分布式训练面试题》)",
+    "course-slides": "Course slides (使用 AutoModel 和 Accelerator 准备模型)",
+    "summary-article": "Summary article (《圖解分布式訓練（七）》)",
+}
+
+
+def indent(text: str, spaces: int = 4) -> str:
+    return "\n".join((" " * spaces + line) if line else "" for line in text.splitlines())
+
+
+def show(value) -> str:
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+    elif isinstance(value, list):
+        text = "[" + ", ".join(show(item) for item in value) + "]"
+    else:
+        text = str(value)
+    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+
+
+def evidence_block(snippet: str, slug: str) -> str:
+    found = evidence.read(snippet)
+    if not found:
+        return (
+            '!!! info "No evidence from this machine yet"\n'
+            + indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
+        )
+    passed = all(claim["passed"] for claim in found["claims"])
+    versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
+    rows = ["| claim | rank | measured | expected | negative control | verdict |", "|---|---|---|---|---|---|"]
+    for claim in found["claims"]:
+        for report in claim["reports"] or [{}]:
+            expected = f"{report.get('op', '')} {show(report.get('bound'))}" if report else "—"
+            rows.append(
+                f"| `{claim['id']}` | {report.get('rank', '—')} | {show(report.get('measured'))} | {expected} "
+                f"| {show(report.get('control'))} | {'pass' if claim['passed'] else 'FAIL'} |"
+            )
+    details = [
+        f"- **{claim['id']}** — {claim['statement']}"
+        + "".join(f"; rank {r['rank']}: " + ", ".join(f"{k} = {show(v)}" for k, v in r["details"].items())
+                  for r in claim["reports"][:1] if r.get("details"))
+        for claim in found["claims"]
+    ]  # fmt: skip
+    failures = [f"- `{c['id']}`: {c['reason']}" for c in found["claims"] if not c["passed"]]
+    seconds = found.get("snippet_seconds")
+    timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
+    body = "\n".join(
+        [
+            f"Latest `pytest verify` run on this machine, {found['date']}: **{found['world_size']} processes**, "
+            f"backend **{found['backend']}**, {found['distributed_type']}, devices "
+            f"{', '.join(sorted(set(map(str, found['device_per_rank'].values()))))}; "
+            f"{versions}; {timing}.",
+            "",
+            *rows,
+            "",
+            *details,
+            *(["", "Why it failed:", "", *failures] if failures else []),
+        ]
+    )
+    kind = "success" if passed else "failure"
+    title = "Evidence: every claim held" if passed else "Evidence: a claim FAILED on this machine"
+    return f'!!! {kind} "{title}"\n{indent(body)}'
+
+
+def proof_block(snippet: str, slug: str) -> str:
+    path = SNIPPETS_DIR / snippet
+    if not path.exists():
+        raise PluginError(f"page {slug} names a snippet that does not exist: {path}")
+    code = path.read_text(encoding="utf-8")
+    run = (
+        "```bash\n# on a machine without GPUs; with 2 GPUs leave ACCELERATE_USE_CPU out\n"
+        f"ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/{snippet}\n```"
+    )
+    code_block = f'```python title="snippets/{snippet}"\n{code}\n```'
+    return "\n\n".join(
+        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug)]
+    )
+
+
+def errata_table() -> str:
+    rows = ["| # | source | what it says | what is true | refuted on |", "|---|---|---|---|---|"]
+    number = 0
+    for page in load_pages(DOCS_DIR):
+        for error in page.handout_errors:
+            number += 1
+            link = f"[{page.title}]({page.path.relative_to(DOCS_DIR).as_posix()}#{error['id']})"
+            rows.append(
+                f"| {number} | {SOURCES.get(error['source'], error['source'])} | {error['quote']} "
+                f"| {error['correction']} | {link} |"
+            )
+    return "\n".join(rows)
+
+
+def question_index() -> str:
+    questions = [page for page in load_pages(DOCS_DIR / "questions")]
+    questions.sort(key=lambda page: (page.meta.get("order", 999), page.title))
+    lines = []
+    for page in questions:
+        claims = sum(len(proof.claims) for proof in page.proofs)
+        lines.append(f"- [{page.title}](questions/{page.slug}.md) — {claims} proven claim{'s' * (claims != 1)}")
+    return "\n".join(lines)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    source = Path(page.file.abs_src_path)
+    if "<!-- question-index -->" in markdown:
+        markdown = markdown.replace("<!-- question-index -->", question_index())
+    if "<!-- errata -->" in markdown:
+        markdown = markdown.replace("<!-- errata -->", errata_table())
+    meta_page = load_page(source)
+    for proof in meta_page.proofs:
+        marker = f"<!-- proof: {proof.snippet} -->"
+        if marker not in markdown:
+            raise PluginError(f"{source}: declares proof {proof.snippet} but has no '{marker}' line")
+        markdown = markdown.replace(marker, proof_block(proof.snippet, meta_page.slug))
+    return markdown
