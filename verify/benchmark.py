@@ -1,0 +1,64 @@
+"""Times the whole proof suite run both ways, one after the other, on this machine.
+
+    python -m verify.benchmark            # grouped, then isolated; prints the ratio
+    python -m verify.benchmark --nproc 2
+
+Not a timed test: wall times depend on the machine. It also checks that both modes agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from verify.pages import all_proofs, load_pages
+from verify.runner import LaunchSettings
+from verify.session import skip_reason, verify_proofs
+
+
+def import_floor(repeats: int = 3) -> float:
+    """Seconds for one fresh process to import torch and accelerate: what every launch pays per rank."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch, accelerate"], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def timed(proofs, settings, mode, work_dir):
+    started = time.perf_counter()
+    verdicts = verify_proofs(proofs, settings, work_dir, mode, evidence_dir=None)
+    return time.perf_counter() - started, verdicts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nproc", type=int, default=2)
+    args = parser.parse_args(argv)
+    settings = LaunchSettings(num_processes=args.nproc)
+    proofs = [p for p in all_proofs(load_pages()) if not skip_reason(p, settings)]
+    snippets = len({p.snippet for p in proofs})
+    claims = sum(len(p.claims) for p in proofs)
+    print(f"{snippets} snippets, {claims} claims, {args.nproc} processes, backend {settings.expected_backend}")
+    floor = import_floor()
+    print(f"floor: importing torch + accelerate in one process takes {floor:.2f} s")
+    with tempfile.TemporaryDirectory() as work:
+        grouped_s, grouped = timed(proofs, settings, "grouped", Path(work) / "grouped")
+        print(f"grouped : {grouped_s:7.1f} s  ({grouped_s / snippets:.2f} s per snippet)", flush=True)
+        isolated_s, isolated = timed(proofs, settings, "isolated", Path(work) / "isolated")
+        print(f"isolated: {isolated_s:7.1f} s  ({isolated_s / snippets:.2f} s per snippet)")
+    print(f"ratio   : grouped is {isolated_s / grouped_s:.1f}x faster than isolated")
+    same = {k: v.passed for k, v in grouped.items()} == {k: v.passed for k, v in isolated.items()}
+    passed = sum(v.passed for v in grouped.values())
+    print(f"verdicts: {passed}/{len(grouped)} claims pass; both modes agree: {same}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
