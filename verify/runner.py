@@ -68,7 +68,6 @@ class LaunchSettings:
             env["ACCELERATE_USE_CPU"] = "true"  # what makes `--multi_gpu` ranks use gloo on the CPU
         env.setdefault("OMP_NUM_THREADS", "1")  # 2 ranks on 2 cores: more threads only fight each other
         env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONWARNINGS"] = env.get("PYTHONWARNINGS", "ignore::FutureWarning")
         return env
 
 
@@ -112,8 +111,12 @@ def read_events(run_dir: Path) -> dict[int, list]:
     events: dict[int, list] = {}
     for status_file in run_dir.glob("rank*.status.jsonl"):
         rank = int(status_file.name[len("rank") :].split(".")[0])
-        lines = status_file.read_text().splitlines()
-        events[rank] = [json.loads(line) for line in lines if line.endswith("}")]
+        events[rank] = []
+        for line in status_file.read_text().splitlines():
+            try:
+                events[rank].append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # the rank is still writing this line; the next poll reads it whole
     return events
 
 
