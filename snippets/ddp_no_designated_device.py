@@ -1,0 +1,116 @@
+# DDP has no "designated device" that aggregates gradients or hands out updated parameters.
+#   1. After backward, EVERY rank holds the same averaged gradient (all-reduce, not reduce-to-one).
+#      Negative control: under no_sync() each rank keeps its own, different gradient.
+#   2. After optimizer.step(), every rank holds identical weights: each applies the same averaged
+#      gradient itself. Negative control: steps under no_sync() leave the replicas different.
+#   3. Weights are broadcast from rank 0 only when DDP is constructed, never by a training step:
+#      a replica nudged after construction stays nudged. Negative control: wrapping it again re-syncs it.
+#   4. Once DDP has settled its buckets (first 2 iterations), a training step runs no rooted collective
+#      (broadcast/reduce/gather/scatter), only all-reduce. Negative control: DDP construction does.
+#
+#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_no_designated_device.py
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+import contextlib
+import copy
+
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.profiler import ProfilerActivity, profile
+
+import _claims
+
+ROOTED = {"c10d::broadcast_", "c10d::reduce_", "c10d::gather_", "c10d::scatter_"}  # ops with a src/dst rank
+STEPS, TOLERANCE, NUDGE = 5, 1e-6, 1e-2
+
+accelerator = Accelerator()
+rank, world = accelerator.process_index, accelerator.num_processes
+set_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(accelerator.device)
+control_model, nudged_model = copy.deepcopy(model), copy.deepcopy(model)
+set_seed(rank)  # from here on each rank draws its own data, as with a sharded DataLoader
+inputs = torch.randn(STEPS, 16, 8, device=accelerator.device)
+targets = torch.randn(STEPS, 16, 1, device=accelerator.device)
+
+
+def spread_across_ranks(tensor):
+    """Largest difference between this tensor on any rank and on rank 0 (a collective)."""
+    copies = [torch.empty_like(tensor) for _ in range(world)]
+    dist.all_gather(copies, tensor)
+    return max((c - copies[0]).abs().max().item() for c in copies)
+
+
+def flat(tensors):
+    return torch.cat([t.detach().flatten() for t in tensors])
+
+
+def train(ddp, optimizer, steps, sync=contextlib.nullcontext):
+    """Returns the gradient of the first step, as this rank holds it after backward."""
+    grads = []
+    for step in steps:
+        optimizer.zero_grad()
+        with sync():  # no_sync must wrap the forward too
+            accelerator.backward(torch.nn.functional.mse_loss(ddp(inputs[step]), targets[step]))
+        grads.append(flat(p.grad for p in ddp.parameters()))
+        optimizer.step()
+    return grads[0]
+
+
+def sgd(module):
+    return torch.optim.SGD(module.parameters(), lr=0.1)
+
+
+# 1, 2, 4: plain DDP; count the rooted collectives of construction and of settled steps.
+with profile(activities=[ProfilerActivity.CPU]) as construction:
+    ddp_model, optimizer = accelerator.prepare(model, sgd(model))
+bytes_all_reduced = []
+ddp_model.register_comm_hook(
+    None, lambda state, bucket: bytes_all_reduced.append(bucket.buffer().nbytes) or allreduce_hook(state, bucket)
+)
+first_grad = train(ddp_model, optimizer, range(0, 2))  # iteration 2 rebuilds the buckets (see the page)
+with profile(activities=[ProfilerActivity.CPU]) as settled:
+    train(ddp_model, optimizer, range(2, STEPS))
+
+ddp_control, control_optimizer = accelerator.prepare(control_model, sgd(control_model))
+control_grad = train(ddp_control, control_optimizer, range(STEPS), sync=ddp_control.no_sync)
+
+# 3: nudge rank 1's replica AFTER construction; a per-step broadcast from rank 0 would erase the nudge.
+ddp_nudged, nudged_optimizer = accelerator.prepare(nudged_model, sgd(nudged_model))
+with torch.no_grad():
+    nudged_model[0].bias += NUDGE * rank
+train(ddp_nudged, nudged_optimizer, range(STEPS))
+nudge_left_after_steps = spread_across_ranks(flat(nudged_model.parameters()))
+torch.nn.parallel.DistributedDataParallel(nudged_model)  # constructing a wrapper broadcasts rank 0's weights
+nudge_left_after_rewrap = spread_across_ranks(flat(nudged_model.parameters()))
+
+_claims.at_most(
+    "same_averaged_grad_on_every_rank",
+    measured=spread_across_ranks(first_grad),
+    control=spread_across_ranks(control_grad),
+    tolerance=TOLERANCE,
+    bytes_all_reduced_per_step_this_rank=sum(bytes_all_reduced) // STEPS,
+)
+_claims.at_most(
+    "same_weights_after_step_on_every_rank",
+    measured=spread_across_ranks(flat(ddp_model.parameters())),
+    control=spread_across_ranks(flat(ddp_control.parameters())),
+    tolerance=TOLERANCE,
+    steps=STEPS,
+)
+_claims.at_least(
+    "no_parameter_broadcast_after_construction",
+    measured=nudge_left_after_steps,
+    control=nudge_left_after_rewrap,
+    bound=NUDGE / 2,
+    nudge=NUDGE,
+)
+_claims.equal(
+    "no_rooted_collective_in_settled_steps",
+    measured=sum(e.name in ROOTED for e in settled.events()),
+    control=sum(e.name in ROOTED for e in construction.events()),
+    expected=0,
+    all_reduces_in_settled_steps=sum(e.name == "c10d::allreduce_" for e in settled.events()),
+    settled_steps=STEPS - 2,
+)

@@ -1,0 +1,119 @@
+# What data parallelism costs, measured on 2 ranks against one process on the full batch:
+#   memory: every rank holds a FULL replica of parameters, gradients and Adam state (same bytes as one
+#           process; negative control: ZeroRedundancyOptimizer shards the Adam state, about half per rank);
+#   communication: each step all-reduces exactly the gradient bytes, counted by a DDP comm hook
+#           (negative control: under no_sync() nothing is sent);
+#   compute: the FLOPs of forward + backward are split between the ranks, not duplicated
+#           (negative control: each rank running the full batch does twice the work in total).
+#
+#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_replica_and_allreduce_cost.py
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+import copy
+
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.utils.flop_counter import FlopCounterMode
+
+import _claims
+
+BATCH = 32
+accelerator = Accelerator()
+set_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(32, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 1)
+).to(accelerator.device)
+inputs = torch.randn(BATCH, 32, device=accelerator.device)
+targets = torch.randn(BATCH, 1, device=accelerator.device)
+single, zero_copy = copy.deepcopy(model), copy.deepcopy(model)
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def replica_bytes(module, optimizer):
+    """Bytes this process keeps for training: weights + gradients + optimizer state (Adam: 2 moments + step)."""
+    params = list(module.parameters())
+    state = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optimizer": nbytes(state)}
+
+
+def train_step(module, optimizer, x, y):
+    """One forward + backward + step; returns the FLOPs of forward + backward."""
+    optimizer.zero_grad()
+    with FlopCounterMode(display=False) as counter:
+        accelerator.backward(torch.nn.functional.mse_loss(module(x), y))
+    optimizer.step()
+    return counter.get_total_flops()
+
+
+# Reference: ONE process, full batch of 32, plain Adam.
+single_optimizer = torch.optim.Adam(single.parameters())
+single_flops = train_step(single, single_optimizer, inputs, targets)
+single_bytes = replica_bytes(single, single_optimizer)
+
+# --- data parallel: DDP + Adam, each rank on its 16 samples ---
+rank, world = accelerator.process_index, accelerator.num_processes
+half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
+ddp_model, optimizer = accelerator.prepare(model, torch.optim.Adam(model.parameters()))
+
+bytes_sent = []  # one entry per bucket DDP hands to all-reduce
+
+
+def counting_allreduce(state, bucket):
+    bytes_sent.append(bucket.buffer().numel() * bucket.buffer().element_size())
+    return allreduce_hook(state, bucket)  # DDP's default behaviour: average by all-reduce
+
+
+ddp_model.register_comm_hook(None, counting_allreduce)
+rank_flops = train_step(ddp_model, optimizer, inputs[half], targets[half])
+rank_bytes = replica_bytes(accelerator.unwrap_model(ddp_model), optimizer)
+step_bytes_sent, buckets = sum(bytes_sent), len(bytes_sent)
+
+# Control for communication: the same step under no_sync (forward inside it) sends nothing.
+bytes_sent.clear()
+with ddp_model.no_sync():
+    full_batch_flops = train_step(ddp_model, optimizer, inputs, targets)  # also the compute control
+no_sync_bytes_sent = sum(bytes_sent)
+
+# Control for memory: ZeRO-1 keeps only this rank's share of the Adam state.
+zero_model = accelerator.prepare(zero_copy)
+zero_optimizer = ZeroRedundancyOptimizer(zero_copy.parameters(), optimizer_class=torch.optim.Adam)
+train_step(zero_model, zero_optimizer, inputs[half], targets[half])
+zero_bytes = replica_bytes(zero_copy, zero_optimizer.optim)
+
+# Sum the FLOPs of both ranks (a collective: every rank takes part).
+flops = torch.tensor([rank_flops, full_batch_flops], dtype=torch.float64, device=accelerator.device)
+dist.all_reduce(flops)
+total_flops, total_if_replicated = int(flops[0]), int(flops[1])
+
+grad_bytes = single_bytes["grads"]
+_claims.equal(
+    "full_replica_per_rank",
+    measured=sum(rank_bytes.values()),
+    control=sum(zero_bytes.values()),
+    expected=sum(single_bytes.values()),
+    per_rank=rank_bytes,
+    single_process=single_bytes,
+    zero_per_rank=zero_bytes,
+)
+_claims.equal(
+    "allreduce_bytes_equal_gradient_bytes",
+    measured=step_bytes_sent,
+    control=no_sync_bytes_sent,
+    expected=grad_bytes,
+    buckets=buckets,
+    parameters=sum(p.numel() for p in single.parameters()),
+)
+_claims.equal(
+    "flops_split_not_duplicated",
+    measured=total_flops,
+    control=total_if_replicated,
+    expected=single_flops,
+    flops_this_rank=rank_flops,
+    samples_this_rank=half.stop - half.start,
+)
