@@ -1,0 +1,66 @@
+# The nearest thing Accelerate has to "automatic tuning": find_executable_batch_size retries a
+# training function with a smaller batch size each time it dies of out-of-memory. It tunes no
+# hyper-parameter for quality; it only searches for a batch that fits. In this version the default
+# step multiplies the batch size by 0.9 (older releases halved it); reduce_batch_size_fn changes it.
+# Negative control: any other error (here a RuntimeError that is not an out-of-memory message) is
+# raised at once, after a single attempt.
+#
+#   accelerate launch --multi_gpu --num_processes 2 snippets/find_executable_batch_size_retries.py
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+from accelerate import Accelerator
+from accelerate.utils import find_executable_batch_size
+
+import _claims
+
+accelerator = Accelerator()
+FITS = 64  # pretend memory holds at most 64 samples per step on this device
+
+
+def make_train(error):
+    tried = []
+
+    def train(batch_size):  # the decorator passes the batch size as the first argument
+        tried.append(batch_size)
+        if batch_size > FITS:
+            raise error  # what torch raises when an allocation fails
+        return batch_size
+
+    return train, tried
+
+
+# should_reduce_batch_size (accelerate/utils/memory.py) matches the message: a RuntimeError whose
+# only argument contains " out of memory." (CUDA, XPU), "DefaultCPUAllocator: can't allocate memory", ...
+train, tried = make_train(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+find_executable_batch_size(train, starting_batch_size=128)()
+
+other, other_tried = make_train(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+try:
+    find_executable_batch_size(other, starting_batch_size=128)()
+except RuntimeError:
+    pass  # not an out-of-memory message: no retry, the error reaches the caller
+
+_claims.equal(
+    "oom_retried_with_smaller_batches",
+    measured=tried,
+    control=other_tried,
+    expected=[128, 115, 103, 92, 82, 73, 65, 58],  # int(b * 0.9) each time until b <= 64
+    attempts=len(tried),
+)
+
+# The old halving behaviour, asked for explicitly.
+halving = {"batch_size": 128}
+
+
+def halve():
+    halving["batch_size"] //= 2
+    return halving["batch_size"]
+
+
+halved, halved_tried = make_train(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+find_executable_batch_size(halved, starting_batch_size=128, reduce_batch_size_fn=halve)()
+_claims.equal(
+    "reduce_batch_size_fn_sets_the_step",
+    measured=halved_tried,
+    control=tried,
+    expected=[128, 64],
+)

@@ -1,0 +1,103 @@
+# What mixed precision really makes half-size. With Accelerator(mixed_precision="bf16") the
+# parameters, their gradients and the Adam state stay float32; only the computation inside
+# forward runs in bfloat16 (torch.autocast), so the activations take half the bytes; the model's
+# output is cast back to float32 (convert_outputs_to_fp32); bf16 needs no GradScaler.
+# Negative controls: a model cast to bfloat16 (what "half-precision training" would mean) halves
+# the weights; the same model called without accelerate's wrapper (what mixed_precision="no"
+# runs) keeps float32 activations; its raw bf16 output, before the cast back, is bfloat16.
+#
+#   accelerate launch --multi_gpu --num_processes 2 snippets/mixed_precision_bf16_what_stays_fp32.py
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first; bf16 autocast runs on CPU too)
+import copy
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+
+import _claims
+
+accelerator = Accelerator(mixed_precision="bf16")
+set_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8)
+).to(accelerator.device)
+plain = copy.deepcopy(model)  # same weights, never prepared: no autocast around its forward
+inputs = torch.randn(32, 64, device=accelerator.device)
+targets = torch.randn(32, 8, device=accelerator.device)
+
+activations = []  # (dtype, bytes) of every layer output computed inside forward
+
+
+def record(module, args, output):
+    activations.append((str(output.dtype), output.numel() * output.element_size()))
+
+
+for layer in list(model) + list(plain):
+    layer.register_forward_hook(record)
+
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+model, optimizer = accelerator.prepare(model, optimizer)
+
+# One real training step under bf16.
+activations.clear()
+output = model(inputs)
+bf16_activations = list(activations)
+loss = torch.nn.functional.mse_loss(output, targets)
+accelerator.backward(loss)
+optimizer.step()
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+inner = accelerator.unwrap_model(model)
+params = list(inner.parameters())
+state = [v for s in optimizer.state_dict()["state"].values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0]
+n_params = sum(p.numel() for p in params)
+# param + grad + Adam exp_avg + exp_avg_sq, all float32: 16 bytes per parameter
+kept_bytes = nbytes(params) + nbytes(p.grad for p in params) + nbytes(state)
+half_model = copy.deepcopy(plain).to(torch.bfloat16)
+half_bytes = 4 * nbytes(half_model.parameters())  # the same four tensors if everything were bf16
+_claims.equal(
+    "weights_grads_adam_state_stay_fp32",
+    measured=kept_bytes,
+    control=half_bytes,
+    expected=16 * n_params,
+    parameters=n_params,
+    dtypes=sorted({str(t.dtype) for t in params + [p.grad for p in params] + state}),
+    scaler=repr(accelerator.scaler),  # None: bf16 has float32's exponent range, no loss scaling needed
+)
+
+# Activations: the same forward without accelerate's autocast wrapper.
+activations.clear()
+with torch.no_grad():
+    plain(inputs)
+fp32_activations = list(activations)
+activations_bytes = sum(b for _, b in bf16_activations)
+plain_bytes = sum(b for _, b in fp32_activations)
+elements = plain_bytes / 4  # same layers, same shapes: float32 is 4 bytes per element
+_claims.between(
+    "activations_inside_forward_are_bf16",
+    measured=activations_bytes / elements,  # bytes per activation element
+    control=plain_bytes / elements,
+    low=1.5,
+    high=2.5,
+    bf16_activation_dtypes=sorted({d for d, _ in bf16_activations}),
+    plain_activation_dtypes=sorted({d for d, _ in fp32_activations}),
+    bf16_activation_bytes=activations_bytes,
+    fp32_activation_bytes=plain_bytes,
+    saved_ratio=1 - activations_bytes / plain_bytes,
+)
+
+# Output: accelerate wraps forward as convert_outputs_to_fp32(autocast(forward)). Inside only the
+# autocast part (the same autocast accelerator.autocast() enters) the output is still bf16.
+with accelerator.autocast(), torch.no_grad():
+    raw = plain(inputs)
+_claims.equal(
+    "model_output_cast_back_to_fp32",
+    measured=str(output.dtype),
+    control=str(raw.dtype),
+    expected="torch.float32",
+    loss_dtype=str(loss.dtype),
+)
