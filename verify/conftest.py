@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,14 @@ def launch_settings(config) -> LaunchSettings:
     return LaunchSettings(num_processes=config.getoption("nproc"), config_file=config.getoption("accelerate_config"))
 
 
+def fresh_run_dir(runs: Path, keep: int = 5) -> Path:
+    """A folder of its own for this session (two sessions may run at once); the oldest ones go."""
+    runs.mkdir(parents=True, exist_ok=True)
+    for old in sorted(runs.glob("run-*"))[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=runs))
+
+
 def pytest_generate_tests(metafunc):
     if "claim" in metafunc.fixturenames:
         cases = [(proof, claim) for proof in all_proofs(load_pages()) for claim in proof.claims]
@@ -39,8 +49,7 @@ def verdicts(request):
     selected = [callspec.params["claim"] for callspec in params if callspec and "claim" in callspec.params]
     proofs = list({(proof.page, proof.snippet): proof for proof, _ in selected}.values())
     settings = launch_settings(request.config)
-    work_dir = ROOT / ".verify" / "runs"
-    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
     return verify_proofs(proofs, settings, work_dir, request.config.getoption("launch_mode"))
 
 
