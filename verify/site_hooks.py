@@ -109,20 +109,28 @@ def errata_table() -> str:
     return "\n".join(rows)
 
 
-def question_index() -> str:
-    questions = [page for page in load_pages(DOCS_DIR / "questions")]
-    questions.sort(key=lambda page: (page.meta.get("order", 999), page.title))
+def question_index(nav: list) -> str:
+    """The questions in the order and sections of the site's navigation."""
     lines = []
-    for page in questions:
-        claims = sum(len(proof.claims) for proof in page.proofs)
-        lines.append(f"- [{page.title}](questions/{page.slug}.md) — {claims} proven claim{'s' * (claims != 1)}")
+    for entry in nav:
+        if not isinstance(entry, dict):
+            continue
+        ((section, items),) = entry.items()
+        questions = [item for item in items if str(item).startswith("questions/")] if isinstance(items, list) else []
+        if not questions:
+            continue
+        lines += ["", f"### {section}", ""]
+        for item in questions:
+            page = load_page(DOCS_DIR / item)
+            claims = sum(len(proof.claims) for proof in page.proofs)
+            lines.append(f"- [{page.title}]({item}) — {claims} proven claim{'s' * (claims != 1)}")
     return "\n".join(lines)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     source = Path(page.file.abs_src_path)
     if "<!-- question-index -->" in markdown:
-        markdown = markdown.replace("<!-- question-index -->", question_index())
+        markdown = markdown.replace("<!-- question-index -->", question_index(config["nav"] or []))
     if "<!-- errata -->" in markdown:
         markdown = markdown.replace("<!-- errata -->", errata_table())
     meta_page = load_page(source)
