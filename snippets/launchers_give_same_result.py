@@ -46,6 +46,10 @@ for seed in (0, 1):
     weights[seed] = torch.cat([p.detach().flatten() for p in accelerator.unwrap_model(model).parameters()]).tolist()
 with open(os.path.join(sys.argv[1], f"{os.getpid()}.json"), "w") as out:
     json.dump({"world": accelerator.num_processes, "type": str(accelerator.distributed_type), "weights": weights}, out)
+accelerator.end_training()  # destroys the process group
+# torch 2.13 on CPU sometimes aborts in its C++ teardown at exit ("terminate called without an active
+# exception", SIGABRT) after all the work is done; leave without that teardown, the results are written.
+os._exit(0)
 '''
 
 # A child launch must not see this launch's rendezvous or the harness's report file.
@@ -72,8 +76,10 @@ def run(name, launcher, script, use_cpu=True):
     """Run one child launch; return what each of its processes wrote."""
     out = pathlib.Path(workdir, name)
     out.mkdir()
-    subprocess.run([sys.executable, "-m", *launcher, script, str(out)], env=clean_env(use_cpu), timeout=90,
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.run([sys.executable, "-m", *launcher, script, str(out)], env=clean_env(use_cpu),
+                           timeout=90, capture_output=True, text=True)
+    if child.returncode != 0:  # show the child's own error, not just its exit code
+        raise RuntimeError(f"{name} launch failed ({child.returncode}):\n{child.stderr[-3000:]}")
     return [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
 
 
