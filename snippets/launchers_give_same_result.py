@@ -1,14 +1,16 @@
-# `accelerate launch` and torchrun start the same kind of workers: a script with a plain
-# Accelerator() trains to the same weights under both. Rank 0 writes a tiny training script and
-# runs it three times as child launches: `accelerate launch --multi_gpu --num_processes 2`,
-# `torchrun --nproc_per_node 2` (what the deprecated `python -m torch.distributed.launch --use_env`
-# became), and `accelerate launch --cpu --num_processes 2`, which starts ONE process.
+# `accelerate launch` and torchrun start the same kind of workers: one training function with a plain
+# Accelerator() ends with the same weights under both. This snippet's own 2 ranks were started by
+# `accelerate launch --multi_gpu --num_processes 2` and run the function here; rank 0 also writes it
+# into a script and runs that as two child launches at once: `torchrun --nproc_per_node 2` (what the
+# deprecated `python -m torch.distributed.launch --use_env` became) and
+# `accelerate launch --cpu --num_processes 2`, which starts ONE process.
 # It also parses the handout's command, whose "–" (en dash) is not an option prefix.
-# Negative controls: the same script with another seed ends elsewhere; --multi_gpu starts 2
+# Negative controls: the same function with another seed ends elsewhere; our --multi_gpu launch has 2
 # processes; torchrun's module is not deprecated; with ASCII "--" the command parses as meant.
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/launchers_give_same_result.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first; ~25 s: three child launches)
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first; ~6 s: two child launches)
+import inspect
 import json
 import os
 import pathlib
@@ -21,19 +23,15 @@ import torch
 import torch.distributed.launch
 import torch.distributed.run
 from accelerate import Accelerator
+from accelerate.utils import gather_object, set_seed
 
 import _claims
 
 accelerator = Accelerator()
 
-CHILD = '''
-import json, os, sys, torch
-from accelerate import Accelerator
-from accelerate.utils import set_seed
 
-accelerator = Accelerator()  # ACCELERATE_USE_CPU=true in the environment: gloo on CPU
-weights = {}
-for seed in (0, 1):
+def train_weights(accelerator, seed):
+    """3 SGD steps of a Linear(4, 1) on 16 samples, batches of 4 split over the ranks."""
     set_seed(seed)
     model = torch.nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -43,14 +41,25 @@ for seed in (0, 1):
         accelerator.backward(torch.nn.functional.mse_loss(model(x), y))
         optimizer.step()
         optimizer.zero_grad()
-    weights[seed] = torch.cat([p.detach().flatten() for p in accelerator.unwrap_model(model).parameters()]).tolist()
-with open(os.path.join(sys.argv[1], f"{os.getpid()}.json"), "w") as out:
-    json.dump({"world": accelerator.num_processes, "type": str(accelerator.distributed_type), "weights": weights}, out)
+    return torch.cat([p.detach().flatten() for p in accelerator.unwrap_model(model).parameters()]).tolist()
+
+
+# The child script: the very same function, then one JSON file per process.
+CHILD = f"""
+import json, os, sys, torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+
+{inspect.getsource(train_weights)}
+accelerator = Accelerator()  # ACCELERATE_USE_CPU=true in the environment: gloo on CPU
+weights = {{seed: train_weights(accelerator, seed) for seed in (0, 1)}}
+with open(os.path.join(sys.argv[1], f"{{os.getpid()}}.json"), "w") as out:
+    json.dump({{"world": accelerator.num_processes, "type": str(accelerator.distributed_type), "weights": weights}}, out)
 accelerator.end_training()  # destroys the process group
 # torch 2.13 on CPU sometimes aborts in its C++ teardown at exit ("terminate called without an active
 # exception", SIGABRT) after all the work is done; leave without that teardown, the results are written.
 os._exit(0)
-'''
+"""
 
 # A child launch must not see this launch's rendezvous or the harness's report file.
 SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
@@ -72,32 +81,40 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(name, launcher, script, use_cpu=True):
-    """Run one child launch; return what each of its processes wrote."""
+def start(name, launcher, script, use_cpu=True):
+    """Start one child launch; each of its processes writes a JSON file into its own folder."""
     out = pathlib.Path(workdir, name)
     out.mkdir()
-    child = subprocess.run([sys.executable, "-m", *launcher, script, str(out)], env=clean_env(use_cpu),
-                           timeout=90, capture_output=True, text=True)
+    command = [sys.executable, "-m", *launcher, script, str(out)]
+    return out, subprocess.Popen(command, env=clean_env(use_cpu), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+
+
+def finish(name, out, child):
+    _, stderr = child.communicate(timeout=90)
     if child.returncode != 0:  # show the child's own error, not just its exit code
-        raise RuntimeError(f"{name} launch failed ({child.returncode}):\n{child.stderr[-3000:]}")
+        raise RuntimeError(f"{name} launch failed ({child.returncode}):\n{stderr[-3000:]}")
     return [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
 
+
+# --- accelerate launch: this snippet's own ranks run the function ---
+ours = gather_object([{"world": accelerator.num_processes, "type": str(accelerator.distributed_type),
+                       "weights": {str(seed): train_weights(accelerator, seed) for seed in (0, 1)}}])
 
 results = None
 if accelerator.is_main_process:
     with tempfile.TemporaryDirectory() as workdir:
         script = os.path.join(workdir, "train.py")
         pathlib.Path(script).write_text(CHILD)
-        results = {
-            "accelerate": run("accelerate", ["accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                                             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend",
-                                             "no", "--main_process_port", str(free_port())], script),
-            "torchrun": run("torchrun", ["torch.distributed.run", "--nproc_per_node", "2",
-                                         "--master_port", str(free_port())], script),
-            "cpu_flag": run("cpu_flag", ["accelerate.commands.launch", "--cpu", "--num_processes", "2",
-                                         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend",
-                                         "no"], script, use_cpu=False),
+        children = {  # both at once: each is mostly the import of torch, in three processes
+            "torchrun": start("torchrun", ["torch.distributed.run", "--nproc_per_node", "2",
+                                           "--master_port", str(free_port())], script),
+            "cpu_flag": start("cpu_flag", ["accelerate.commands.launch", "--cpu", "--num_processes", "2",
+                                           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend",
+                                           "no"], script, use_cpu=False),
         }
+        results = {name: finish(name, *child) for name, child in children.items()}
+        results["accelerate"] = ours
 accelerator.wait_for_everyone()  # rank 1 waits here while rank 0's children run
 
 if accelerator.is_main_process:
