@@ -47,18 +47,24 @@ def evidence_block(snippet: str, slug: str) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
     rows = ["| claim | rank | measured | expected | negative control | verdict |", "|---|---|---|---|---|---|"]
     for claim in found["claims"]:
+        # Ranks that measured the same thing share a row.
+        rows_by_value: dict = {}
         for report in claim["reports"] or [{}]:
-            expected = f"{report.get('op', '')} {show(report.get('bound'))}" if report else "—"
+            key = tuple(show(report.get(k)) for k in ("measured", "op", "bound", "control"))
+            rows_by_value.setdefault(key, []).append(str(report.get("rank", "—")))
+        for (measured, op, bound, control), ranks in rows_by_value.items():
+            expected = f"{op.strip('`')} {bound}" if claim["reports"] else "—"
             rows.append(
-                f"| `{claim['id']}` | {report.get('rank', '—')} | {show(report.get('measured'))} | {expected} "
-                f"| {show(report.get('control'))} | {'pass' if claim['passed'] else 'FAIL'} |"
+                f"| `{claim['id']}` | {', '.join(ranks)} | {measured} | {expected} "
+                f"| {control} | {'pass' if claim['passed'] else 'FAIL'} |"
             )
-    details = [
-        f"- **{claim['id']}** — {claim['statement']}"
-        + "".join(f"; rank {r['rank']}: " + ", ".join(f"{k} = {show(v)}" for k, v in r["details"].items())
-                  for r in claim["reports"][:1] if r.get("details"))
-        for claim in found["claims"]
-    ]  # fmt: skip
+    details = []
+    for claim in found["claims"]:
+        details.append(f"- **{claim['id']}**: {claim['statement']}")
+        first = claim["reports"][0] if claim["reports"] else {}
+        if first.get("details"):
+            measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
+            details.append(f"    <br>rank {first['rank']} also measured: {measured}")
     failures = [f"- `{c['id']}`: {c['reason']}" for c in found["claims"] if not c["passed"]]
     seconds = found.get("snippet_seconds")
     timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
