@@ -101,18 +101,32 @@ def proof_block(snippet: str, slug: str) -> str:
     )
 
 
-def errata_table() -> str:
-    rows = ["| # | source | what it says | what is true | refuted on |", "|---|---|---|---|---|"]
-    number = 0
-    for page in load_pages(DOCS_DIR):
-        for error in page.handout_errors:
-            number += 1
-            link = f"[{page.title}]({page.path.relative_to(DOCS_DIR).as_posix()}#{error['id']})"
-            rows.append(
-                f"| {number} | {SOURCES.get(error['source'], error['source'])} | {error['quote']} "
-                f"| {error['correction']} | {link} |"
-            )
-    return "\n".join(rows)
+def nav_pages(nav: list) -> list[str]:
+    """Every page path in the navigation, in reading order."""
+    found = []
+    for entry in nav:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        found += nav_pages(value) if isinstance(value, list) else [value]
+    return found
+
+
+def errata_table(nav: list) -> str:
+    """One table per handout, its errors in the site's reading order."""
+    order = {path: index for index, path in enumerate(nav_pages(nav))}
+    pages = sorted(load_pages(DOCS_DIR), key=lambda page: order.get(page.path.relative_to(DOCS_DIR).as_posix(), 999))
+    sections, number = [], 0
+    for source, source_title in SOURCES.items():
+        rows = ["| # | what it says | what is true | refuted on |", "|---|---|---|---|"]
+        for page in pages:
+            for error in page.handout_errors:
+                if error["source"] != source:
+                    continue
+                number += 1
+                link = f"[{page.title}]({page.path.relative_to(DOCS_DIR).as_posix()}#{error['id']})"
+                rows.append(f"| {number} | {error['quote']} | {error['correction']} | {link} |")
+        if len(rows) > 2:
+            sections.append(f"## {source_title}\n\n" + "\n".join(rows))
+    return "\n\n".join(sections)
 
 
 def question_index(nav: list) -> str:
@@ -138,7 +152,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- question-index -->" in markdown:
         markdown = markdown.replace("<!-- question-index -->", question_index(config["nav"] or []))
     if "<!-- errata -->" in markdown:
-        markdown = markdown.replace("<!-- errata -->", errata_table())
+        markdown = markdown.replace("<!-- errata -->", errata_table(config["nav"] or []))
     meta_page = load_page(source)
     for proof in meta_page.proofs:
         marker = f"<!-- proof: {proof.snippet} -->"
