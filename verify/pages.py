@@ -20,11 +20,15 @@ class Proof:
     claims: dict  # claim id -> one-sentence statement
     timeout: float = DEFAULT_TIMEOUT_S
     requires: str | None = None  # "cuda" for a claim that needs a GPU
+    processes: int | None = None  # a proof written for exactly this many ranks; None: any count (--nproc)
     snippets_dir: Path = SNIPPETS_DIR
 
     @property
     def path(self) -> Path:
         return self.snippets_dir / self.snippet
+
+    def world_size(self, default: int) -> int:
+        return self.processes or default
 
     @property
     def name(self) -> str:
@@ -70,6 +74,7 @@ def load_page(path: Path, snippets_dir: Path = SNIPPETS_DIR) -> Page:
                 claims={str(key): str(value) for key, value in claims.items()},
                 timeout=float(entry.get("timeout", DEFAULT_TIMEOUT_S)),
                 requires=entry.get("requires"),
+                processes=int(entry["processes"]) if entry.get("processes") else None,
                 snippets_dir=snippets_dir,
             )
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from verify import evidence
@@ -10,9 +11,18 @@ from verify.pages import Proof
 from verify.runner import LaunchSettings, SnippetSpec, run_snippets
 
 
+def settings_for(proof: Proof, settings: LaunchSettings) -> LaunchSettings:
+    """The launch a proof needs: its own process count if it was written for one, else the session's."""
+    processes = proof.world_size(settings.num_processes)
+    if processes == settings.num_processes:
+        return settings
+    return dataclasses.replace(settings, num_processes=processes)  # same device choice as the session
+
+
 def skip_reason(proof: Proof, settings: LaunchSettings) -> str | None:
-    if proof.requires == "cuda" and settings.use_cpu:
-        return f"{proof.snippet} needs {settings.num_processes} CUDA GPUs; this machine runs the proofs on CPU"
+    launch = settings_for(proof, settings)
+    if proof.requires == "cuda" and launch.use_cpu:
+        return f"{proof.snippet} needs {launch.num_processes} CUDA GPUs; this machine runs the proofs on CPU"
     return None
 
 
@@ -25,20 +35,24 @@ def verify_proofs(
 ) -> dict[tuple[str, str], list[Verdict]]:
     """(page slug, claim id) -> verdicts. Missing snippets are judged without a launch."""
     runnable = [p for p in proofs if p.path.exists() and not skip_reason(p, settings)]
-    specs, seen = [], set()
+    # One launch configuration per process count; each snippet runs once whichever pages name it.
+    groups: dict[int, dict[str, SnippetSpec]] = {}
     for proof in runnable:
-        if proof.name not in seen:
-            seen.add(proof.name)
-            specs.append(SnippetSpec(proof.name, str(proof.path), proof.timeout))
-    runs = run_snippets(specs, settings, work_dir, mode)
+        group = groups.setdefault(settings_for(proof, settings).num_processes, {})
+        group.setdefault(proof.name, SnippetSpec(proof.name, str(proof.path), proof.timeout))
+    runs = {}
+    for processes, specs in groups.items():
+        launch = settings_for(next(p for p in runnable if p.name in specs), settings)
+        runs.update(run_snippets(list(specs.values()), launch, work_dir / f"nproc-{processes}", mode))
     verdicts = {}
     for proof in proofs:
         if skip_reason(proof, settings):
             continue
+        launch = settings_for(proof, settings)
         run = runs.get(proof.name)
-        proof_verdicts = judge(proof, run, settings)
+        proof_verdicts = judge(proof, run, launch)
         if evidence_dir is not None and proof.path.exists():
-            evidence.write(evidence.record(proof, run, proof_verdicts, settings), evidence_dir)
+            evidence.write(evidence.record(proof, run, proof_verdicts, launch), evidence_dir)
         for verdict in proof_verdicts:
             verdicts[(proof.page, verdict.claim)] = verdict
     return verdicts
