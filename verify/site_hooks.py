@@ -36,13 +36,13 @@ def show(value) -> str:
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
 
 
-def evidence_block(snippet: str, slug: str) -> str:
+def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     found = evidence.read(snippet)
+    rerun = indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
     if not found:
-        return (
-            '!!! info "No evidence from this machine yet"\n'
-            + indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
-        )
+        return '!!! info "No evidence from this machine yet"\n' + rerun
+    if {claim["id"] for claim in found["claims"]} != set(declared):
+        return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun
     passed = all(claim["passed"] for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
     rows = ["| claim | rank | measured | expected | negative control | verdict |", "|---|---|---|---|---|---|"]
@@ -65,7 +65,7 @@ def evidence_block(snippet: str, slug: str) -> str:
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
             details.append(f"    <br>rank {first['rank']} also measured: {measured}")
-    failures = [f"- `{c['id']}`: {c['reason']}" for c in found["claims"] if not c["passed"]]
+    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if not c["passed"]]
     seconds = found.get("snippet_seconds")
     timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
     body = "\n".join(
@@ -78,7 +78,7 @@ def evidence_block(snippet: str, slug: str) -> str:
             *rows,
             "",
             *details,
-            *(["", "Why it failed:", "", *failures] if failures else []),
+            *(["", "Why it failed:", "", "```text", *failures, "```"] if failures else []),
         ]
     )
     kind = "success" if passed else "failure"
@@ -86,7 +86,7 @@ def evidence_block(snippet: str, slug: str) -> str:
     return f'!!! {kind} "{title}"\n{indent(body)}'
 
 
-def proof_block(snippet: str, slug: str) -> str:
+def proof_block(snippet: str, slug: str, declared: dict) -> str:
     path = SNIPPETS_DIR / snippet
     if not path.exists():
         raise PluginError(f"page {slug} names a snippet that does not exist: {path}")
@@ -97,7 +97,7 @@ def proof_block(snippet: str, slug: str) -> str:
     )
     code_block = f'```python title="snippets/{snippet}"\n{code}\n```'
     return "\n\n".join(
-        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug)]
+        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug, declared)]
     )
 
 
@@ -158,5 +158,5 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         marker = f"<!-- proof: {proof.snippet} -->"
         if marker not in markdown:
             raise PluginError(f"{source}: declares proof {proof.snippet} but has no '{marker}' line")
-        markdown = markdown.replace(marker, proof_block(proof.snippet, meta_page.slug))
+        markdown = markdown.replace(marker, proof_block(proof.snippet, meta_page.slug, proof.claims))
     return markdown
