@@ -40,7 +40,7 @@ def train(use_accumulate=True, divide_loss=True):
 
     def counting_hook(state, bucket):  # called once per gradient bucket that DDP all-reduces
         allreduces.append(bucket.index())
-        return allreduce_hook(state, bucket)  # the default: divide by world size, all-reduce
+        return allreduce_hook(state, bucket)  # torch's reference hook: divide by world size, all-reduce
 
     net.register_comm_hook(state=None, hook=counting_hook)
     steps = 0

@@ -1,6 +1,7 @@
 # What data parallelism costs, measured on 2 ranks against one process on the full batch:
 #   memory: every rank holds a FULL replica of parameters, gradients and Adam state (same bytes as one
-#           process; negative control: ZeroRedundancyOptimizer shards the Adam state, about half per rank);
+#           process; negative control: ZeroRedundancyOptimizer keeps only this rank's share of the Adam
+#           state, whole tensors per rank, so each rank holds less, not necessarily half);
 #   communication: each step all-reduces exactly the gradient bytes, counted by a DDP comm hook
 #           (negative control: under no_sync() nothing is sent);
 #   compute: the FLOPs of forward + backward are split between the ranks, not duplicated
@@ -66,7 +67,7 @@ bytes_sent = []  # one entry per bucket DDP hands to all-reduce
 
 def counting_allreduce(state, bucket):
     bytes_sent.append(bucket.buffer().numel() * bucket.buffer().element_size())
-    return allreduce_hook(state, bucket)  # DDP's default behaviour: average by all-reduce
+    return allreduce_hook(state, bucket)  # torch's reference hook, same result as DDP's built-in average
 
 
 ddp_model.register_comm_hook(None, counting_allreduce)

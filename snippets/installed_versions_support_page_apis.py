@@ -41,6 +41,7 @@ PAGE_APIS = [
     "accelerate.Accelerator:print", "accelerate.Accelerator:is_main_process", "accelerate.Accelerator:device",
     "accelerate.Accelerator:process_index", "accelerate.Accelerator:local_process_index",
     "accelerate.Accelerator:num_processes", "accelerate.Accelerator:distributed_type",
+    "accelerate.Accelerator:sync_gradients", "accelerate.Accelerator:end_training", "accelerate.utils:gather_object",
     # attributes set in Accelerator.__init__, looked up on the live object
     "accelerator:native_amp", "accelerator:scaler", "accelerator:autocast_handler", "accelerator:state",
 ]
