@@ -1,7 +1,6 @@
 """Integrity: every snippet belongs to a page, every page's proofs and errata resolve."""
 
 import re
-from pathlib import Path
 
 import pytest
 
