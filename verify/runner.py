@@ -120,6 +120,11 @@ def read_events(run_dir: Path) -> dict[int, list]:
     return events
 
 
+def rank_pids(events: dict) -> list[int]:
+    """Each rank's pid, from its first status line."""
+    return [rank_events[0]["pid"] for rank_events in events.values() if rank_events]
+
+
 def read_text(path: Path, limit: int = 20000) -> str:
     if not path.exists():
         return ""
@@ -200,18 +205,19 @@ class Launch:
             while index < len(self.batch):
                 spec = self.batch[index]
                 events = read_events(self.run_dir)
-                ready = [rank for rank, rank_events in events.items() if rank_events]
-                if clock_from is None and ready:
+                if clock_from is None and any(events.values()):
                     clock_from = time.monotonic()
-                ranks = self.outcome(spec, events)
-                started = [e["time"] for r in events.values() for e in r if e.get("snippet") == spec.name]
-                ended = {rank: o for rank, o in ranks.items() if o.finished}
-                failed = [rank for rank, o in ranks.items() if o.traceback]
+                # Polled every 0.1 s: look only at status lines and traceback files; read reports when done.
+                mine = [e for rank_events in events.values() for e in rank_events if e.get("snippet") == spec.name]
+                ends = {e["rank"]: e for e in mine if e["event"] == "end"}
+                failed = any((self.run_dir / f"{spec.name}.rank{rank}.traceback").exists() for rank in events)
+                started = bool(mine)
                 exited = process.poll() is not None
-                pids = [e["pid"] for r in events.values() for e in r[:1]]
+                pids = rank_pids(events)
                 info = self.info(launch_seconds=round(time.monotonic() - launched, 2))
 
-                if ready and len(ended) == len(events) and not failed:
+                if events and len(ends) == len(events) and all(e["ok"] for e in ends.values()) and not failed:
+                    ranks = self.outcome(spec, events)
                     seconds = max(o.seconds for o in ranks.values())
                     results[spec.name] = SnippetRun(spec.name, spec.path, "finished", ranks, None, seconds, info)
                     index, clock_from = index + 1, time.monotonic()
@@ -226,17 +232,11 @@ class Launch:
                     return results, self.batch[index + 1 :]
                 if exited:
                     story = f"the launch ended (exit code {process.returncode}) before any rank started the snippet"
-                    story += f"; launch log:\n{read_text(self.log_path, 6000)}"
-                    for rest in self.batch[index:]:
-                        results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
-                    return results, []
+                    return self.fail_rest(results, index, story, info)
                 if clock_from is None and time.monotonic() - launched > self.settings.startup_timeout:
                     kill_tree(process, pids)
-                    story = f"no rank was ready after {self.settings.startup_timeout:.0f} s; launch log:\n"
-                    story += read_text(self.log_path, 6000)
-                    for rest in self.batch[index:]:
-                        results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
-                    return results, []
+                    story = f"no rank was ready after {self.settings.startup_timeout:.0f} s"
+                    return self.fail_rest(results, index, story, info)
                 if clock_from is not None and time.monotonic() - clock_from > spec.timeout:
                     for pid in pids:  # faulthandler in each rank writes every thread's stack to its faults file
                         try:
@@ -257,7 +257,14 @@ class Launch:
                 pass
             return results, []
         finally:
-            kill_tree(process, [e["pid"] for r in read_events(self.run_dir).values() for e in r[:1]])
+            kill_tree(process, rank_pids(read_events(self.run_dir)))
+
+    def fail_rest(self, results: dict, index: int, story: str, info: dict):
+        """The launch itself failed: every snippet not yet run fails with the launch log."""
+        story += f"; launch log:\n{read_text(self.log_path, 6000)}"
+        for rest in self.batch[index:]:
+            results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
+        return results, []
 
     def crash_story(self, ranks: dict, process: subprocess.Popen) -> str:
         lines = []

@@ -36,13 +36,13 @@ def verify_proofs(
     """(page slug, claim id) -> verdicts. Missing snippets are judged without a launch."""
     runnable = [p for p in proofs if p.path.exists() and not skip_reason(p, settings)]
     # One launch configuration per process count; each snippet runs once whichever pages name it.
-    groups: dict[int, dict[str, SnippetSpec]] = {}
+    groups: dict[int, tuple[LaunchSettings, dict[str, SnippetSpec]]] = {}
     for proof in runnable:
-        group = groups.setdefault(settings_for(proof, settings).num_processes, {})
-        group.setdefault(proof.name, SnippetSpec(proof.name, str(proof.path), proof.timeout))
+        launch = settings_for(proof, settings)
+        _, specs = groups.setdefault(launch.num_processes, (launch, {}))
+        specs.setdefault(proof.name, SnippetSpec(proof.name, str(proof.path), proof.timeout))
     runs = {}
-    for processes, specs in groups.items():
-        launch = settings_for(next(p for p in runnable if p.name in specs), settings)
+    for processes, (launch, specs) in groups.items():
         runs.update(run_snippets(list(specs.values()), launch, work_dir / f"nproc-{processes}", mode))
     verdicts = {}
     for proof in proofs:
