@@ -74,7 +74,9 @@ def report(claim, measured, control, op, bound, **details):
     passed, holds, control_holds = verdict(record)
     sink = os.environ.get("PROOF_REPORT_FILE")
     if sink:
-        with open(sink.format(rank=record["rank"]), "a") as out:
+        # Named by the launcher's RANK, as the harness names each process's status file: two processes
+        # that disagree about their torch rank must not write into one file.
+        with open(sink.format(rank=os.environ.get("RANK", record["rank"])), "a") as out:
             out.write(json.dumps(record) + "\n")
     print(
         f"[rank {record['rank']}] {'PASS' if passed else 'FAIL'} {claim}: "

@@ -17,16 +17,22 @@ def processes_under(folder: Path) -> list:
     return found
 
 
+def verdict_of(verdicts, page, claim):
+    """The one verdict for this page's claim id (a page declares each id once)."""
+    (found,) = [verdict for (p, _, c), verdict in verdicts.items() if (p, c) == (page, claim)]
+    return found
+
+
 def reason(grouped, page, claim):
-    verdict = grouped[0][(page, claim)]
+    verdict = verdict_of(grouped[0], page, claim)
     assert not verdict.passed, f"{claim} should fail"
     return verdict.reason
 
 
 def test_healthy_snippets_pass_before_and_after_failures_in_the_same_group(grouped):
-    assert grouped[0][("broken", "sum_of_ranks")].passed
-    assert grouped[0][("broken", "mean_of_ones")].passed
-    assert grouped[0][("after_failures", "sum_of_ranks_again")].passed
+    assert verdict_of(grouped[0], "broken", "sum_of_ranks").passed
+    assert verdict_of(grouped[0], "broken", "mean_of_ones").passed
+    assert verdict_of(grouped[0], "after_failures", "sum_of_ranks_again").passed
 
 
 def test_a_false_claim_fails_with_its_measurement(grouped):
@@ -42,7 +48,7 @@ def test_an_undeclared_claim_fails_the_snippet(grouped):
 
 
 def test_a_declared_claim_that_is_not_reported_fails(grouped):
-    assert grouped[0][("broken", "reported")].passed
+    assert verdict_of(grouped[0], "broken", "reported").passed
     assert "no rank reported it" in reason(grouped, "broken", "promised")
 
 
@@ -68,6 +74,13 @@ def test_one_process_when_two_were_asked_is_a_failure(tmp_path):
     # `accelerate launch --cpu --num_processes 2` starts a single process; the claim itself would hold.
     blind = [p for p in broken_proofs() if p.snippet == "world_size_blind.py"]
     settings = LaunchSettings(num_processes=2, extra_args=("--cpu",), use_cpu=True)
-    verdict = verify_proofs(blind, settings, tmp_path, "grouped", None)[("broken", "mean_of_ones")]
+    verdict = verdict_of(verify_proofs(blind, settings, tmp_path, "grouped", None), "broken", "mean_of_ones")
     assert not verdict.passed
     assert "asked for 2 processes, ranks [0] ran (1 process(es))" in verdict.reason
+
+
+def test_two_proofs_reporting_one_claim_id_are_judged_apart(grouped):
+    verdicts = grouped[0]
+    assert not verdicts[("duplicate", "zz_false.py", "same")].passed
+    assert "rank 0: measured 1.0, expected <= 0.5" in verdicts[("duplicate", "zz_false.py", "same")].reason
+    assert verdicts[("duplicate", "zz_true.py", "same")].passed

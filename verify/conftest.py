@@ -38,8 +38,12 @@ def fresh_run_dir(runs: Path, keep: int = 5) -> Path:
 
 def pytest_generate_tests(metafunc):
     if "claim" in metafunc.fixturenames:
-        cases = [(proof, claim) for proof in all_proofs(load_pages()) for claim in proof.claims]
-        metafunc.parametrize("claim", cases, ids=[f"{proof.page}::{claim}" for proof, claim in cases])
+        pages = load_pages()
+        # A page with unusable front matter is a failing test of its own; the other pages still run.
+        cases = [(page, None) for page in pages if page.error]
+        cases += [(proof, claim) for proof in all_proofs(pages) for claim in proof.claims]
+        ids = [f"{owner.page}::{claim}" if claim else f"{owner.slug}::front-matter" for owner, claim in cases]
+        metafunc.parametrize("claim", cases, ids=ids)
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +51,7 @@ def verdicts(request):
     """Runs, once, the snippets of the claims this pytest session selected (so `-k` stays cheap)."""
     params = [getattr(item, "callspec", None) for item in request.session.items]
     selected = [callspec.params["claim"] for callspec in params if callspec and "claim" in callspec.params]
-    proofs = list({(proof.page, proof.snippet): proof for proof, _ in selected}.values())
+    proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
     return verify_proofs(proofs, settings, work_dir, request.config.getoption("launch_mode"))

@@ -47,7 +47,8 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
         "claims": [
             {
                 "id": v.claim,
-                "statement": proof.claims[v.claim],
+                "statement": proof.claims[v.claim].says,
+                "control_removes": proof.claims[v.claim].control,
                 "passed": v.passed,
                 "reason": v.reason,
                 "reports": [

@@ -1,4 +1,8 @@
-"""Question pages and the proofs they declare in their front matter."""
+"""Question pages and the proofs they declare in their front matter.
+
+Pages live in `docs/questions/<topic>/`, their snippets in `snippets/<topic>/`; a page names a snippet
+by its file name alone, and file names are unique across the snippets folder.
+"""
 
 from __future__ import annotations
 
@@ -10,22 +14,37 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = ROOT / "docs"
 SNIPPETS_DIR = ROOT / "snippets"
+QUESTIONS = "questions"
 DEFAULT_TIMEOUT_S = 120.0
+DIFFICULTIES = ("junior", "mid", "senior")
+
+
+class PageError(ValueError):
+    """A page whose front matter cannot be used; it fails alone, naming its file (and line)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    says: str  # one sentence: what the numbers show
+    control: str | None = None  # what the negative control removes, e.g. "no_sync, so no all-reduce"
+    since: str | None = None  # first Accelerate release the claim holds for (None: any)
+    until: str | None = None  # last release it holds for (None: any)
 
 
 @dataclass(frozen=True)
 class Proof:
     page: str  # the page's slug
-    snippet: str  # file name inside the snippets folder
-    claims: dict  # claim id -> one-sentence statement
+    snippet: str  # file name, found anywhere under the snippets folder
+    claims: dict  # claim id -> Claim
     timeout: float = DEFAULT_TIMEOUT_S
     requires: str | None = None  # "cuda" for a claim that needs a GPU
     processes: int | None = None  # a proof written for exactly this many ranks; None: any count (--nproc)
+    nodes: int | None = None  # a proof written for exactly this many nodes; None: any count (--nnodes)
     snippets_dir: Path = SNIPPETS_DIR
 
     @property
     def path(self) -> Path:
-        return self.snippets_dir / self.snippet
+        return find_snippet(self.snippet, self.snippets_dir)
 
     def world_size(self, default: int) -> int:
         return self.processes or default
@@ -41,48 +60,121 @@ class Page:
     path: Path
     meta: dict
     proofs: tuple = field(default=())
+    error: str | None = None  # set when the front matter is unusable; the page then proves nothing
 
     @property
     def title(self) -> str:
         return self.meta.get("title", self.slug)
 
     @property
+    def topic(self) -> str | None:
+        """The topic folder a question page sits in (docs/questions/<topic>/page.md)."""
+        parts = self.path.parts
+        if QUESTIONS in parts[:-1] and parts[-2] != QUESTIONS and self.path.name != "index.md":
+            return parts[-2]
+        return None
+
+    @property
+    def difficulty(self) -> str | None:
+        return self.meta.get("difficulty")
+
+    @property
+    def key_facts(self) -> list:
+        return self.meta.get("key_facts") or []
+
+    @property
     def handout_errors(self) -> list:
         return self.meta.get("handout_errors") or []
+
+    @property
+    def claim_ids(self) -> list[str]:
+        return [claim for proof in self.proofs for claim in proof.claims]
+
+
+def find_snippet(name: str, snippets_dir: Path = SNIPPETS_DIR) -> Path:
+    """snippets/<topic>/<name>; a name that is nowhere gives the path it would have at the top."""
+    found = sorted(snippets_dir.rglob(name))
+    return found[0] if found else snippets_dir / name
 
 
 def front_matter(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
     if not text.startswith("---"):
         return {}
-    _, header, _ = text.split("---", 2)
-    return yaml.safe_load(header) or {}
+    parts = text.split("\n---", 1)
+    if len(parts) < 2:
+        raise PageError(f"{path}: front matter opened with '---' is never closed")
+    try:
+        meta = yaml.safe_load(parts[0][3:])
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)  # the header starts on line 1, as in the file
+        raise PageError(f"{where}: malformed front matter: {getattr(error, 'problem', None) or error}") from None
+    if meta is not None and not isinstance(meta, dict):
+        raise PageError(f"{path}: front matter must be a mapping, not {type(meta).__name__}")
+    return meta or {}
 
 
-def load_page(path: Path, snippets_dir: Path = SNIPPETS_DIR) -> Page:
-    meta = front_matter(path)
-    slug = path.stem
-    proofs = []
+def parse_claim(path: Path, claim_id: str, value) -> Claim:
+    if isinstance(value, str):
+        return Claim(says=value)
+    if isinstance(value, dict) and isinstance(value.get("says"), str):
+        unknown = set(value) - {"says", "control", "since", "until"}
+        if unknown:
+            raise PageError(f"{path}: claim {claim_id!r} has unknown field(s) {sorted(unknown)}")
+        return Claim(
+            says=value["says"],
+            control=value.get("control"),
+            since=str(value["since"]) if value.get("since") is not None else None,
+            until=str(value["until"]) if value.get("until") is not None else None,
+        )
+    raise PageError(f"{path}: claim {claim_id!r} must be a sentence or a mapping with 'says' and 'control'")
+
+
+def parse_proofs(path: Path, meta: dict, snippets_dir: Path) -> tuple:
+    proofs, seen = [], {}
     for entry in meta.get("proofs") or []:
+        if not isinstance(entry, dict) or "snippet" not in entry:
+            raise PageError(f"{path}: each proof needs a 'snippet' (got {entry!r})")
         claims = entry.get("claims") or {}
         if not isinstance(claims, dict) or not claims:
-            raise ValueError(f"{path}: proof {entry.get('snippet')!r} declares no claims (id: statement)")
+            raise PageError(f"{path}: proof {entry.get('snippet')!r} declares no claims (id: statement)")
+        for claim_id in claims:
+            if claim_id in seen:  # verdicts are per snippet, but a reader and `-k` name a claim by its id
+                raise PageError(
+                    f"{path}: claim id {claim_id!r} is declared by both {seen[claim_id]} and {entry['snippet']}"
+                )
+            seen[claim_id] = entry["snippet"]
         proofs.append(
             Proof(
-                page=slug,
+                page=path.stem,
                 snippet=entry["snippet"],
-                claims={str(key): str(value) for key, value in claims.items()},
+                claims={str(key): parse_claim(path, str(key), value) for key, value in claims.items()},
                 timeout=float(entry.get("timeout", DEFAULT_TIMEOUT_S)),
                 requires=entry.get("requires"),
                 processes=int(entry["processes"]) if entry.get("processes") else None,
+                nodes=int(entry["nodes"]) if entry.get("nodes") else None,
                 snippets_dir=snippets_dir,
             )
         )
-    return Page(slug=slug, path=path, meta=meta, proofs=tuple(proofs))
+    return tuple(proofs)
+
+
+def load_page(path: Path, snippets_dir: Path = SNIPPETS_DIR) -> Page:
+    """The page and its proofs; a page whose front matter is unusable comes back with `error` set."""
+    try:
+        meta = front_matter(path)
+        return Page(slug=path.stem, path=path, meta=meta, proofs=parse_proofs(path, meta, snippets_dir))
+    except PageError as error:
+        return Page(slug=path.stem, path=path, meta={}, error=str(error))
 
 
 def load_pages(docs_dir: Path = DOCS_DIR, snippets_dir: Path = SNIPPETS_DIR) -> list[Page]:
     return [load_page(path, snippets_dir) for path in sorted(docs_dir.rglob("*.md"))]
+
+
+def question_pages(pages: list[Page]) -> list[Page]:
+    return [page for page in pages if page.topic]
 
 
 def all_proofs(pages: list[Page]) -> list[Proof]:

@@ -186,6 +186,8 @@ class Launch:
             claims_file = self.run_dir / f"{spec.name}.rank{rank}.claims.jsonl"
             if claims_file.exists():
                 outcome.reports = [json.loads(line) for line in claims_file.read_text().splitlines() if line]
+                for report in outcome.reports:  # the file is this process's own; keep what torch said too
+                    report["torch_rank"], report["rank"] = report.get("rank"), rank
             outcome.traceback = read_text(self.run_dir / f"{spec.name}.rank{rank}.traceback") or None
             outcome.log = read_text(self.run_dir / f"{spec.name}.rank{rank}.log", limit=4000)
             ranks[rank] = outcome

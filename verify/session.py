@@ -32,8 +32,8 @@ def verify_proofs(
     work_dir: Path,
     mode: str = "grouped",
     evidence_dir: Path | None = evidence.EVIDENCE_DIR,
-) -> dict[tuple[str, str], list[Verdict]]:
-    """(page slug, claim id) -> verdicts. Missing snippets are judged without a launch."""
+) -> dict[tuple[str, str, str], Verdict]:
+    """(page slug, snippet, claim id) -> verdict. Missing snippets are judged without a launch."""
     runnable = [p for p in proofs if p.path.exists() and not skip_reason(p, settings)]
     # One launch configuration per process count; each snippet runs once whichever pages name it.
     groups: dict[int, tuple[LaunchSettings, dict[str, SnippetSpec]]] = {}
@@ -54,5 +54,5 @@ def verify_proofs(
         if evidence_dir is not None and proof.path.exists():
             evidence.write(evidence.record(proof, run, proof_verdicts, launch), evidence_dir)
         for verdict in proof_verdicts:
-            verdicts[(proof.page, verdict.claim)] = verdict
+            verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
     return verdicts

@@ -13,7 +13,7 @@ from mkdocs.exceptions import PluginError
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
 
 from verify import evidence  # noqa: E402
-from verify.pages import DOCS_DIR, SNIPPETS_DIR, load_page, load_pages  # noqa: E402
+from verify.pages import DIFFICULTIES, DOCS_DIR, QUESTIONS, SNIPPETS_DIR, find_snippet, load_page, load_pages  # noqa: E402
 
 SOURCES = {
     "interview-handout": "Interview handout (《Accelerate分布式训练面试题》)",
@@ -41,7 +41,9 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     rerun = indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
     if not found:
         return '!!! info "No evidence from this machine yet"\n' + rerun
-    if {claim["id"] for claim in found["claims"]} != set(declared):
+    if {claim["id"] for claim in found["claims"]} != set(declared) or any(
+        claim.get("statement") != declared[claim["id"]].says for claim in found["claims"]
+    ):
         return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun
     passed = all(claim["passed"] for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
@@ -61,6 +63,8 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     details = []
     for claim in found["claims"]:
         details.append(f"- **{claim['id']}**: {claim['statement']}")
+        if declared[claim["id"]].control:
+            details.append(f"    <br>*The control removes:* {declared[claim['id']].control}")
         first = claim["reports"][0] if claim["reports"] else {}
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
@@ -87,10 +91,11 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
 
 
 def proof_block(snippet: str, slug: str, declared: dict) -> str:
-    path = SNIPPETS_DIR / snippet
+    path = find_snippet(snippet)
     if not path.exists():
         raise PluginError(f"page {slug} names a snippet that does not exist: {path}")
     code = path.read_text(encoding="utf-8")
+    snippet = path.relative_to(SNIPPETS_DIR).as_posix()  # shown with its topic folder
     run = (
         "```bash\n# on a machine without GPUs; with 2 GPUs leave ACCELERATE_USE_CPU out\n"
         f"ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/{snippet}\n```"
@@ -136,7 +141,8 @@ def question_index(nav: list) -> str:
         if not isinstance(entry, dict):
             continue
         ((section, items),) = entry.items()
-        questions = [item for item in items if str(item).startswith("questions/")] if isinstance(items, list) else []
+        questions = [item for item in items if str(item).startswith(QUESTIONS + "/")] if isinstance(items, list) else []
+        questions = [item for item in questions if not item.endswith("/index.md")]
         if not questions:
             continue
         lines += ["", f"### {section}", ""]
@@ -147,13 +153,56 @@ def question_index(nav: list) -> str:
     return "\n".join(lines)
 
 
+def topic_sections(docs_dir: Path = DOCS_DIR) -> list[dict]:
+    """One navigation section per topic folder, ordered by its index page's `order`, questions by difficulty.
+
+    A topic is a folder docs/questions/<topic>/ with an index.md (title, order); a new question is a
+    page dropped into one, with no navigation to edit.
+    """
+    sections = []
+    for folder in sorted(p for p in (docs_dir / QUESTIONS).iterdir() if p.is_dir()):
+        index = load_page(folder / "index.md")
+        pages = [load_page(path) for path in folder.glob("*.md") if path.name != "index.md"]
+        rank = {level: number for number, level in enumerate(DIFFICULTIES)}
+        pages.sort(key=lambda page: (rank.get(page.difficulty, len(rank)), page.title))
+        items = [index.path.relative_to(docs_dir).as_posix()] + [p.path.relative_to(docs_dir).as_posix() for p in pages]
+        sections.append((index.meta.get("order", 99), index.title, {index.title: items}))
+    return [section for _, _, section in sorted(sections, key=lambda s: (s[0], s[1]))]
+
+
+def expand_nav(nav: list) -> list:
+    """mkdocs.yml lists `questions/` once; it becomes the topic sections."""
+    expanded = []
+    for entry in nav:
+        expanded += topic_sections() if entry == QUESTIONS + "/" else [entry]
+    return expanded
+
+
+def on_config(config):
+    config["nav"] = expand_nav(config["nav"] or [])
+    return config
+
+
+def topic_listing(folder: Path) -> str:
+    """A topic's index page lists its questions with their difficulty."""
+    pages = sorted(
+        (load_page(path) for path in folder.glob("*.md") if path.name != "index.md"),
+        key=lambda page: (DIFFICULTIES.index(page.difficulty) if page.difficulty in DIFFICULTIES else 9, page.title),
+    )
+    return "\n".join(f"- [{page.title}]({page.path.name}) — {page.difficulty or 'unrated'}" for page in pages)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     source = Path(page.file.abs_src_path)
     if "<!-- question-index -->" in markdown:
         markdown = markdown.replace("<!-- question-index -->", question_index(config["nav"] or []))
     if "<!-- errata -->" in markdown:
         markdown = markdown.replace("<!-- errata -->", errata_table(config["nav"] or []))
+    if "<!-- topic-questions -->" in markdown:
+        markdown = markdown.replace("<!-- topic-questions -->", topic_listing(source.parent))
     meta_page = load_page(source)
+    if meta_page.error:
+        raise PluginError(meta_page.error)
     for proof in meta_page.proofs:
         marker = f"<!-- proof: {proof.snippet} -->"
         if marker not in markdown:
