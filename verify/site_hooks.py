@@ -90,6 +90,33 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     return f'!!! {kind} "{title}"\n{indent(body)}'
 
 
+def releases_block(snippet: str, declared: dict) -> str:
+    """A row per Accelerate release the matrix ran: each claim's outcome, checked against its range."""
+    releases = evidence.across_releases(Path(snippet).name)
+    if not releases:
+        return ""
+    claims = list(declared)
+    header = "| release | " + " | ".join(f"`{claim}`" for claim in claims) + " |"
+    rows = [header, "|---|" + "---|" * len(claims)]
+    for release, found in releases.items():
+        by_claim = {row["claim"]: row for row in found}
+        cells = []
+        for claim in claims:
+            row = by_claim.get(claim)
+            if row is None:
+                cells.append("—")
+                continue
+            mark = {"agrees": " (as declared)", "shown": ""}.get(row["verdict"], f" **MISMATCH: {row['verdict']}**")
+            cells.append(row["outcome"] + mark)
+        rows.append(f"| {release} | " + " | ".join(cells) + " |")
+    ranges = [f"`{c}` {declared[c].since or 'any'} to {declared[c].until or 'now'}" for c in claims
+              if declared[c].since or declared[c].until]  # fmt: skip
+    note = ("Declared release ranges: " + "; ".join(ranges) + ".") if ranges else "No claim here declares a release range."
+    body = "\n".join(["`python -m verify.matrix` ran this proof with the same torch on each release below. " + note,
+                      "", *rows])  # fmt: skip
+    return f'??? abstract "Across Accelerate releases ({len(releases)} run)"\n{indent(body)}'
+
+
 def proof_block(snippet: str, slug: str, declared: dict) -> str:
     path = find_snippet(snippet)
     if not path.exists():
@@ -102,7 +129,8 @@ def proof_block(snippet: str, slug: str, declared: dict) -> str:
     )
     code_block = f'```python title="snippets/{snippet}"\n{code}\n```'
     return "\n\n".join(
-        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug, declared)]
+        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug, declared),
+         releases_block(snippet, declared)]
     )
 
 
