@@ -47,15 +47,18 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
         return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun
     passed = all(claim["passed"] for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
-    rows = ["| claim | rank | measured | expected | negative control | verdict |", "|---|---|---|---|---|---|"]
+    rows = ["| claim | rank | measured | expected | negative control: what it removes, its value | verdict |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
     for claim in found["claims"]:
         # Ranks that measured the same thing share a row.
         rows_by_value: dict = {}
         for report in claim["reports"] or [{}]:
             key = tuple(show(report.get(k)) for k in ("measured", "op", "bound", "control"))
             rows_by_value.setdefault(key, []).append(str(report.get("rank", "—")))
+        removes = declared[claim["id"]].control if claim["id"] in declared else None
         for (measured, op, bound, control), ranks in rows_by_value.items():
             expected = f"{op.strip('`')} {bound}" if claim["reports"] else "—"
+            control = f"{removes.replace('|', '/')}: {control}" if removes else control
             rows.append(
                 f"| `{claim['id']}` | {', '.join(ranks)} | {measured} | {expected} "
                 f"| {control} | {'pass' if claim['passed'] else 'FAIL'} |"
@@ -63,8 +66,6 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     details = []
     for claim in found["claims"]:
         details.append(f"- **{claim['id']}**: {claim['statement']}")
-        if declared[claim["id"]].control:
-            details.append(f"    <br>*The control removes:* {declared[claim['id']].control}")
         first = claim["reports"][0] if claim["reports"] else {}
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
