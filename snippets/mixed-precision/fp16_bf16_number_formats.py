@@ -105,6 +105,7 @@ _claims.equal(
     control=running_sum(fp32),  # control: the same loop with a float32 accumulator
     expected=256.0,
     fp16=running_sum(fp16),  # 1000: fp16 stalls only at 2048
+    bf16_matmul_of_1000_ones=(torch.ones(1, 1000, dtype=bf16) @ torch.ones(1000, 1, dtype=bf16)).item(),
 )
 
 # --- 5. Why the weights stay float32: an SGD update of 1e-3 on a weight of 1.0 is below half of

@@ -114,11 +114,20 @@ clean_scaler = torch.amp.GradScaler("cpu")
 clean_scaler.scale(forward_loss(model, inputs)).backward()
 clean_scaler.step(optimizer)
 clean_scaler.update()
+# Aside: a plain .mean() loss puts d(loss)/d(bias) = 1 on the last bias; times 65536 that is inf in fp16.
+model, optimizer = fresh()
+mean_scaler = torch.amp.GradScaler("cpu")
+with torch.autocast("cpu", dtype=torch.float16):
+    mean_loss = model(inputs).float().mean()
+mean_scaler.scale(mean_loss).backward()
+mean_scaler.step(optimizer)
+mean_scaler.update()
 _claims.equal(
     "overflow_halves_the_scale",
     measured=scale_after,
     control=clean_scaler.get_scale(),  # control: the same step on a clean batch
     expected=32768.0,
+    scale_after_first_step_of_a_mean_loss=mean_scaler.get_scale(),
 )
 
 
@@ -151,6 +160,9 @@ fp16_loss = forward_loss(model, inputs, fp32_loss=False)
 torch.amp.GradScaler("cpu").scale(fp16_loss).backward()
 nonfinite_fp16 = (~torch.isfinite(first_layer(model).grad)).float().mean().item()
 model.zero_grad()
+torch.amp.GradScaler("cpu", init_scale=2.0**15).scale(forward_loss(model, inputs, fp32_loss=False)).backward()
+nonfinite_at_half_scale = (~torch.isfinite(first_layer(model).grad)).float().mean().item()  # 32768 fits
+model.zero_grad()
 fp32_loss = forward_loss(model, inputs)
 torch.amp.GradScaler("cpu").scale(fp32_loss).backward()
 nonfinite_fp32 = (~torch.isfinite(first_layer(model).grad)).float().mean().item()
@@ -161,4 +173,5 @@ _claims.at_least(
     bound=0.99,
     loss_dtypes=[str(fp16_loss.dtype), str(fp32_loss.dtype)],
     fp16_of_65536=str(torch.tensor(65536.0).half().item()),
+    nonfinite_fp16_loss_at_scale_32768=nonfinite_at_half_scale,
 )
