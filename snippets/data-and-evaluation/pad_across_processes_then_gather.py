@@ -1,9 +1,9 @@
 # Collecting predictions of different lengths: rank 0 generated 3 tokens, rank 1 generated 5.
 # accelerator.gather() concatenates equal-shaped tensors; with unequal shapes gloo's all_gather breaks
-# (one process aborts, the other errors or keeps wrong numbers), so that control runs in 2 forked children
-# with their own process group and a hard time limit. accelerator.pad_across_processes() first pads
-# every rank's tensor to the longest length (here with -100), then gather works and the padding is
-# stripped again. With ACCELERATE_DEBUG_MODE (PartialState().debug) gather checks the shapes first
+# (one process aborts, the other errors or keeps wrong numbers), so that control runs in 2 forked
+# children with their own process group and a hard time limit. accelerator.pad_across_processes()
+# first pads every rank's tensor to the longest length (here with -100), then gather works and the
+# padding is stripped again. With ACCELERATE_DEBUG_MODE (PartialState().debug) gather checks the shapes first
 # and raises a readable error on every rank instead.
 # Negative controls: the same gather without pad_across_processes.
 #
