@@ -82,6 +82,7 @@ zero1_bytes = {
 }
 zero1_elements = sum(p.numel() for group in zero1_adam.optim.param_groups for p in group["params"])
 
+
 # --- ZeRO-2: flat gradient REDUCE-SCATTERED, each rank updates its slice, then ALL-GATHER -------
 def zero2_step(reduce_scatter=True):
     """One ZeRO-2 step, written out; reduce_scatter=False keeps this rank's own gradient slice (control)."""
