@@ -41,18 +41,26 @@ def fraction_moved(upcast):
     torch.nn.functional.mse_loss(out.float(), y[rank::world]).backward()
     optimizer.step()
     after = [p.detach().to_local().float() for p in net.parameters()]
-    moved = sum((a != b).sum().item() for a, b in zip(after, before))
-    held = sum(b.numel() for b in before)
-    return moved / held, str(next(net.parameters()).dtype)
+    changed = torch.cat([(a != b).flatten() for a, b in zip(after, before)])
+    old = torch.cat([b.flatten() for b in before])
+    zero_grad = torch.cat([(p.grad.to_local() == 0).flatten() for p in net.parameters()])
+    why = dict(
+        dtype=str(next(net.parameters()).dtype),
+        unmoved=int((~changed).sum()),
+        unmoved_with_zero_gradient=int((~changed & zero_grad).sum()),
+        largest_moved_weight=old[changed].abs().max().item(),
+        share_below_2_to_minus_5=(old.abs() < 2**-5).float().mean().item(),  # bf16 spacing <= 1.2e-4 there
+    )
+    return changed.float().mean().item(), why
 
 
-moved_fp32, dtype_fp32 = fraction_moved(upcast=True)
-moved_bf16, dtype_bf16 = fraction_moved(upcast=False)
+moved_fp32, why_fp32 = fraction_moved(upcast=True)
+moved_bf16, why_bf16 = fraction_moved(upcast=False)
 _claims.at_least(
     "fp32_master_weights_take_small_steps",
     measured=moved_fp32,  # share of this rank's weights changed by one Adam step at lr 1e-4
     control=moved_bf16,  # sharded bf16 weights: the step rounds away for most of them
     bound=0.99,
-    master_dtype=dtype_fp32,
-    no_upcast_dtype=dtype_bf16,
+    fp32_masters=why_fp32,
+    bf16_as_loaded=why_bf16,
 )

@@ -7,7 +7,10 @@
 #      number of processes and gradient_accumulation_steps, and hands them to the plugin's
 #      deepspeed_config_process(must_match=False, ...): "auto" entries take them, explicit entries are
 #      kept even when they disagree.
-# Negative controls: a user config (hf_ds_config) with explicit numbers instead of "auto".
+#   3. The ZeRO stage: zero_stage=3, or "stage": 3 in the user's config, against the stage given nowhere
+#      (no argument, or "auto" in the config): then the plugin's default, 2.
+# Negative controls: a user config (hf_ds_config) with explicit numbers instead of "auto"; the stage
+# given nowhere.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/deepspeed_plugin_auto_values.py
 import copy
@@ -26,14 +29,21 @@ plugin = DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=ACCUMULATION,
 before = copy.deepcopy(plugin.deepspeed_config)
 
 # --- A user's JSON config, as `hf_ds_config` (a dict, or the path of a JSON file) ---------------------
-user = DeepSpeedPlugin(
-    hf_ds_config={
+def user_config(stage):
+    return {
         "train_micro_batch_size_per_gpu": 16,  # explicit: disagrees with the DataLoader's 8
         "gradient_accumulation_steps": "auto",
         "gradient_clipping": "auto",
-        "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"},
+        "zero_optimization": {"stage": stage, "reduce_bucket_size": "auto"},
     }
-)
+
+
+user = DeepSpeedPlugin(hf_ds_config=user_config(3))
+
+# --- Where the ZeRO stage comes from: the plugin's argument, the config, or neither ("auto") --------
+stage3_by_argument = DeepSpeedPlugin(zero_stage=3)
+no_stage_given = DeepSpeedPlugin()  # nothing: ACCELERATE_DEEPSPEED_ZERO_STAGE, else 2
+config_stage_auto = DeepSpeedPlugin(hf_ds_config=user_config("auto"))  # "auto": the plugin's own stage
 
 # --- 2. What _prepare_deepspeed passes (accelerate/accelerator.py): the DataLoader's batch size, ------
 #        train_batch_size = micro * accumulation * processes, gradient_clipping 1.0 if "auto" ------------
@@ -68,8 +78,14 @@ _claims.equal(
 )
 _claims.equal(
     "zero_stage_from_plugin_or_config",
-    measured=[plugin.zero_stage, user.zero_stage, user.hf_ds_config.is_zero3()],
-    control=[DeepSpeedPlugin().zero_stage, DeepSpeedPlugin().zero_stage, False],  # nothing given
-    expected=[2, 3, True],
+    # [the plugin's stage, the stage of the config the plugin carries] for: zero_stage=3 / a config with 3
+    measured=[stage3_by_argument.zero_stage, stage3_by_argument.deepspeed_config["zero_optimization"]["stage"],
+              user.zero_stage, user.hf_ds_config.is_zero3()],  # fmt: skip
+    # the same, with the stage given nowhere: no argument / "stage": "auto" in the config
+    control=[no_stage_given.zero_stage, no_stage_given.deepspeed_config["zero_optimization"]["stage"],
+             config_stage_auto.zero_stage, config_stage_auto.hf_ds_config.is_zero3()],  # fmt: skip
+    expected=[3, 3, 3, True],
+    stage_given_nowhere=no_stage_given.zero_stage,
+    auto_stage_in_config_becomes=config_stage_auto.deepspeed_config["zero_optimization"]["stage"],
     user_gradient_accumulation_steps=user_after["gradient_accumulation_steps"],
 )

@@ -2,9 +2,11 @@
 # step of the same tiny MLP on 2 ranks:
 #   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full on every rank
 #   ZeRO-1  torch.distributed.optim.ZeroRedundancyOptimizer: the Adam states are split between ranks
-#   ZeRO-2  gradients split too: reduce-scatter instead of all-reduce (written out below, ~20 lines)
+#   ZeRO-2  gradients split too: reduce-scatter instead of all-reduce, Adam on this rank's flat slice,
+#           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's
 #   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
-# Negative control for every claim: the same measurement on the DDP replica (no sharding).
+# Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 step, the
+# same step with the reduce-scatter replaced by this rank's own gradient.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/zero_stages_bytes_per_rank.py
 import copy
@@ -80,26 +82,37 @@ zero1_bytes = {
 }
 zero1_elements = sum(p.numel() for group in zero1_adam.optim.param_groups for p in group["params"])
 
+
 # --- ZeRO-2: flat gradient REDUCE-SCATTERED, each rank updates its slice, then ALL-GATHER -------
-zero2 = copy.deepcopy(model)
-flat = torch.nn.utils.parameters_to_vector(zero2.parameters()).detach()
-shard_size = -(-flat.numel() // world)  # pad so the flat vector splits evenly
-master = torch.zeros(shard_size * world)
-master[: flat.numel()] = flat
-master_shard = torch.nn.Parameter(master[rank * shard_size : (rank + 1) * shard_size].clone())  # my slice only
-zero2_adam = torch.optim.Adam([master_shard], lr=1e-3)
-torch.nn.functional.mse_loss(zero2(inputs[my_rows]), targets[my_rows]).backward()
-full_grad = torch.zeros(shard_size * world)
-full_grad[: flat.numel()] = torch.cat([p.grad.flatten() for p in zero2.parameters()])
-zero2.zero_grad(set_to_none=True)  # the full gradient is freed as soon as it is reduce-scattered
-grad_shard = torch.empty(shard_size)
-dist.reduce_scatter_tensor(grad_shard, full_grad, op=dist.ReduceOp.SUM)  # sum of the shard, nothing else
-del full_grad
-master_shard.grad = grad_shard / world  # average, as DDP does
-zero2_adam.step()
-gathered = torch.empty(shard_size * world)
-dist.all_gather_into_tensor(gathered, master_shard.detach())  # everyone gets the updated full weights
-torch.nn.utils.vector_to_parameters(gathered[: flat.numel()], zero2.parameters())
+def zero2_step(reduce_scatter=True):
+    """One ZeRO-2 step, written out; reduce_scatter=False keeps this rank's own gradient slice (control)."""
+    net = copy.deepcopy(model)
+    flat = torch.nn.utils.parameters_to_vector(net.parameters()).detach()
+    shard_size = -(-flat.numel() // world)  # pad so the flat vector splits evenly
+    padded = torch.zeros(shard_size * world)
+    padded[: flat.numel()] = flat
+    master_shard = torch.nn.Parameter(padded[rank * shard_size : (rank + 1) * shard_size].clone())  # my slice only
+    adam_on_slice = torch.optim.Adam([master_shard], lr=1e-3)  # optimizer states exist for my slice only
+    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    full_grad = torch.zeros(shard_size * world)
+    full_grad[: flat.numel()] = torch.cat([p.grad.flatten() for p in net.parameters()])
+    net.zero_grad(set_to_none=True)  # the full gradient is freed as soon as it is reduce-scattered
+    grad_shard = torch.empty(shard_size)
+    if reduce_scatter:
+        dist.reduce_scatter_single(grad_shard, full_grad, op=dist.ReduceOp.SUM)  # the sum of MY slice, nothing else
+        grad_shard /= world  # average, as DDP does
+    else:
+        grad_shard.copy_(full_grad[rank * shard_size : (rank + 1) * shard_size])  # control: my half batch only
+    del full_grad
+    master_shard.grad = grad_shard
+    adam_on_slice.step()
+    gathered = torch.empty(shard_size * world)
+    dist.all_gather_single(gathered, master_shard.detach())  # everyone gets the updated full weights
+    torch.nn.utils.vector_to_parameters(gathered[: flat.numel()], net.parameters())
+    return net, master_shard, adam_on_slice
+
+
+zero2, master_shard, zero2_adam = zero2_step()
 zero2_bytes = {
     "params": sum(nbytes(p) for p in zero2.parameters()),  # full working copy, as in DeepSpeed ZeRO-2
     "grads": nbytes(master_shard.grad),
@@ -107,6 +120,12 @@ zero2_bytes = {
 }
 # (DeepSpeed keeps the fp32 master slice apart from 16-bit working weights; in fp32 here the slice
 #  stands in for it and is not counted twice.)
+zero2_alone, _, _ = zero2_step(reduce_scatter=False)
+
+
+def weights(net):
+    return torch.cat([p.detach().flatten() for p in net.parameters()])
+
 
 # --- ZeRO-3: FSDP2 shards the parameters themselves (DTensors, dim-0 shards) ----------------------
 mesh = init_device_mesh("cpu", (world,))  # the ranks' existing gloo group, seen as a 1-D mesh
@@ -142,14 +161,23 @@ _claims.between(
     one_full_copy=full_copy,
     **details,
 )
-_claims.at_most(
+
+
+def per_rank(value):
+    """This value from every rank, rank 0 first."""
+    gathered = [torch.zeros(1, dtype=torch.float64) for _ in range(world)]
+    dist.all_gather(gathered, torch.tensor([value], dtype=torch.float64))
+    return [round(g.item(), 2) for g in gathered]
+
+
+# ZeRO-1: the Adam state split by whole tensors (uneven), parameters and gradients untouched
+_claims.equal(
     "zero1_shards_optimizer_state",
-    measured=share(zero1_bytes, "optimizer"),
-    control=share(ddp_bytes, "optimizer"),  # DDP: every rank holds all Adam states
-    tolerance=0.7,  # whole tensors are dealt out, so the split is uneven; never the full 1.0
+    # [Adam-state share on rank 0, on rank 1, this rank's gradient share, this rank's parameter share]
+    measured=per_rank(share(zero1_bytes, "optimizer")) + [share(zero1_bytes, "grads"), share(zero1_bytes, "params")],
+    control=per_rank(share(ddp_bytes, "optimizer")) + [share(ddp_bytes, "grads"), share(ddp_bytes, "params")],
+    expected=[0.65, 0.35, 1.0, 1.0],  # rank 0: the 8,192-element weight; rank 1: the other five tensors
     adam_elements_on_this_rank=zero1_elements,
-    grads_share=share(zero1_bytes, "grads"),
-    params_share=share(zero1_bytes, "params"),
     **details,
 )
 _claims.at_most(
@@ -169,4 +197,10 @@ _claims.at_most(
     grads_share=share(zero3_bytes, "grads"),
     optimizer_share=share(zero3_bytes, "optimizer"),
     **details,
+)
+_claims.at_most(
+    "zero2_step_matches_ddp",
+    measured=(weights(zero2) - weights(ddp)).abs().max().item(),  # after the all-gather, vs DDP after its step
+    control=(weights(zero2_alone) - weights(ddp)).abs().max().item(),  # no reduce-scatter: own gradient only
+    tolerance=1e-6,  # the same sum and the same elementwise Adam: float rounding at most
 )
