@@ -83,6 +83,7 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
             {
                 "id": v.claim,
                 "statement": proof.claims[v.claim].says,
+                "expected_here": proof.claims[v.claim].holds_on(versions()["accelerate"] or "0"),
                 "control_removes": proof.claims[v.claim].control,
                 "passed": v.passed,
                 "reason": v.reason,

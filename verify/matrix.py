@@ -22,9 +22,12 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from packaging.version import Version
+
+from verify.pages import Claim
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES_DIR = ROOT / ".verify" / "releases"
@@ -54,8 +57,7 @@ def release_dir(release: str) -> Path | None:
 
 
 def in_range(release: str, since: str | None, until: str | None) -> bool:
-    version = Version(release)
-    return (since is None or version >= Version(since)) and (until is None or version <= Version(until))
+    return Claim(says="", since=since, until=until).holds_on(release)
 
 
 def outcome(claim: dict, evidence: dict) -> str:
@@ -96,7 +98,7 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
     return rows
 
 
-def run_release(release: str, selection: str | None, nproc: int) -> None:
+def run_release(release: str, selection: str | None, nproc: int, pinned: bool) -> None:
     """In a process of its own: the release first on the path, then the suite, then the judgement."""
     from verify.pages import all_proofs, load_pages
     from verify.runner import LaunchSettings
@@ -106,9 +108,11 @@ def run_release(release: str, selection: str | None, nproc: int) -> None:
 
     proofs = [p for p in all_proofs(load_pages()) if not selection or re.search(selection, f"{p.page} {p.snippet}")]
     # The installed release shares `pytest verify`'s evidence, reused wherever nothing changed since.
-    pinned = release == pinned_release()
+    # (The parent decides which release is installed: in here the release on the path is the one seen.)
     evidence_dir = EVIDENCE_DIR if pinned else MATRIX_DIR / release
-    work_dir = ROOT / ".verify" / "runs" / f"matrix-{release}"
+    runs = ROOT / ".verify" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix=f"matrix-{release}-", dir=runs))  # reports append: never reuse one
     verify_proofs(proofs, LaunchSettings(num_processes=nproc), work_dir, "grouped", evidence_dir, reuse_evidence=pinned)
     rows = judge_release(release, proofs, evidence_dir)
     (MATRIX_DIR / release).mkdir(parents=True, exist_ok=True)
@@ -121,10 +125,11 @@ def main(argv=None) -> int:
     parser.add_argument("-k", dest="selection", help="a regular expression on 'page snippet'")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--run-release", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.run_release:  # the child: its path already starts with the release
-        run_release(args.releases[0], args.selection, args.nproc)
+        run_release(args.releases[0], args.selection, args.nproc, args.pinned)
         return 0
 
     failures = 0
@@ -136,6 +141,8 @@ def main(argv=None) -> int:
         command = [sys.executable, "-m", "verify.matrix", release, "--run-release", "--nproc", str(args.nproc)]
         if args.selection:
             command += ["-k", args.selection]
+        if folder is None:
+            command.append("--pinned")
         subprocess.run(command, env=env, cwd=ROOT, check=True)
         rows = json.loads((MATRIX_DIR / release / "matrix.json").read_text())["claims"]
         counts = {kind: sum(row["outcome"] == kind for row in rows) for kind in ("holds", "fails", "cannot run")}

@@ -36,6 +36,13 @@ def show(value) -> str:
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
 
 
+def verdict_text(claim: dict, declared) -> str:
+    if claim.get("expected_here", True):
+        return "pass" if claim["passed"] else "FAIL"
+    span = f"{declared.since or 'any'} to {declared.until or 'now'}" if declared else "its releases"
+    return f"HOLDS outside its releases ({span})" if claim["passed"] else f"does not hold here, as declared ({span})"
+
+
 def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     found = evidence.read(snippet)
     rerun = indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
@@ -45,7 +52,7 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
         claim.get("statement") != declared[claim["id"]].says for claim in found["claims"]
     ):
         return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun
-    passed = all(claim["passed"] for claim in found["claims"])
+    passed = all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
     rows = ["| claim | rank | measured | expected | negative control: what it removes, its value | verdict |",
             "|---|---|---|---|---|---|"]  # fmt: skip
@@ -61,7 +68,7 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
             control = f"{removes.replace('|', '/')}: {control}" if removes else control
             rows.append(
                 f"| `{claim['id']}` | {', '.join(ranks)} | {measured} | {expected} "
-                f"| {control} | {'pass' if claim['passed'] else 'FAIL'} |"
+                f"| {control} | {verdict_text(claim, declared.get(claim['id']))} |"
             )
     details = []
     for claim in found["claims"]:
@@ -70,7 +77,7 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
             details.append(f"    <br>rank {first['rank']} also measured: {measured}")
-    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if not c["passed"]]
+    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if c["passed"] != c.get("expected_here", True)]
     seconds = found.get("snippet_seconds")
     timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
     body = "\n".join(
