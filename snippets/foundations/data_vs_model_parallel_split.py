@@ -84,12 +84,18 @@ weight_shard = dense.weight.detach()[columns].to(device)  # this rank's output f
 bias_shard = dense.bias.detach()[columns].to(device)
 tp_parameters_per_rank = weight_shard.numel() + bias_shard.numel()
 
-# Which elements of the dense layer does each rank own? Replicas own all of them.
-element_ids = torch.arange(full_parameter_count)
-weight_ids = element_ids[: dense.weight.numel()].view_as(dense.weight)[columns]
-bias_ids = element_ids[dense.weight.numel() :][columns]
-tp_parameter_overlap = overlap_between_ranks(set(weight_ids.flatten().tolist()) | set(bias_ids.tolist()))
-dp_parameter_overlap = overlap_between_ranks(set(range(dp_parameters_per_rank)))
+# Which elements of the dense layer does each rank own? Number every element of the dense layer and
+# take the rows this rank keeps.
+def owned_elements(rows):
+    element_ids = torch.arange(full_parameter_count)
+    weight_ids = element_ids[: dense.weight.numel()].view_as(dense.weight)[rows]
+    bias_ids = element_ids[dense.weight.numel() :][rows]
+    return set(weight_ids.flatten().tolist()) | set(bias_ids.tolist())
+
+
+tp_parameter_overlap = overlap_between_ranks(owned_elements(columns))
+# Control: the same count without the split, every rank keeping all output rows, as a data-parallel replica does.
+dp_parameter_overlap = overlap_between_ranks(owned_elements(slice(0, OUT_FEATURES)))
 
 x = inputs.to(device)  # EVERY rank computes on all 16 samples
 tp_data_overlap = overlap_between_ranks(set(sample_ids.tolist()))
