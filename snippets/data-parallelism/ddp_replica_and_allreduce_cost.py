@@ -50,7 +50,8 @@ def replica_bytes(module, optimizer):
 
 class ElementOps(TorchDispatchMode):
     """Counts the tensor elements every aten op produces: a measure of element-wise arithmetic such as
-    an optimizer's (FlopCounterMode counts only matmuls and convolutions). Collectives are not arithmetic."""
+    an optimizer's (FlopCounterMode counts only matmuls and convolutions). Collectives are communication
+    and views (detach, view) compute nothing, so neither is counted."""
 
     def __init__(self):
         super().__init__()
@@ -58,7 +59,7 @@ class ElementOps(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if func.namespace != "c10d":
+        if func.namespace != "c10d" and not func.is_view:
             self.elements += sum(t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
         return out
 
