@@ -12,8 +12,8 @@
 #      broadcasts rank 0's buffers before EVERY forward, so a buffer set differently on each rank after
 #      construction is rank 0's again after one training step. Negative control: forward_sync_buffers=False.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_no_designated_device.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_no_designated_device.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 import copy
 

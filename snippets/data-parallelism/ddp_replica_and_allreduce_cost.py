@@ -10,8 +10,8 @@
 #           of one process (negative control: ZeroRedundancyOptimizer, where each rank steps only its
 #           own share of the parameters: the redundancy ZeRO removes).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_replica_and_allreduce_cost.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_replica_and_allreduce_cost.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import copy
 
 import torch

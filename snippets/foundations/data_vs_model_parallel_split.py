@@ -5,10 +5,11 @@
 #   - tensor parallel: every rank holds a distinct slice of one Linear layer and sees the SAME
 #     samples; an all_gather of the partial outputs equals the dense layer.
 # Negative controls: an unprepared loader (both ranks read every sample), no_sync (replicas drift
-# apart), and the column-parallel output without the all_gather (half of the features are missing).
+# apart), the same ownership count without the split (every rank keeps all rows, as a replica does),
+# and the column-parallel output without the all_gather (half of the features are missing).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/data_vs_model_parallel_split.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/foundations/data_vs_model_parallel_split.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 
 import torch

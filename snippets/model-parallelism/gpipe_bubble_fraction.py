@@ -21,7 +21,7 @@ from accelerate.utils import set_seed
 import _claims
 
 # Simulated compute of ONE stage on the WHOLE batch; a micro-batch of 1/m of the batch costs 1/m of it.
-FORWARD_S, BACKWARD_S = 0.06, 0.12  # backward ~2x forward, as usual
+FORWARD_S, BACKWARD_S = 0.08, 0.16  # backward ~2x forward, as usual; a 60 ms slot at m=4 keeps overhead small
 BATCH, WIDTH, STAGES = 8, 16, 2
 
 accelerator = Accelerator()
