@@ -105,6 +105,8 @@ with tempfile.TemporaryDirectory() as tmp:
         while time.monotonic() < wait_until and not (os.path.exists(dumps["dump"]) and os.path.getsize(dumps["dump"])):
             time.sleep(0.02)
         time.sleep(0.1)  # let faulthandler finish writing
+        # Both launched ranks have their dumps before either kills: a killed child frees its partner.
+        dist.barrier()
     finally:
         for child in children.values():
             if child.is_alive():

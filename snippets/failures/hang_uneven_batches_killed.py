@@ -104,6 +104,8 @@ with tempfile.TemporaryDirectory() as tmp:
             child.join(max(0.0, deadline - time.monotonic()))
         alive_at_deadline = {name: child.is_alive() for name, child in children.items()}
         children_before_kill = len(psutil.Process().children(recursive=True))
+        # Both launched ranks look before either kills: killing one child ends its partner's wait too.
+        dist.barrier()
     finally:
         for child in children.values():  # the hard stop: SIGKILL, then reap
             if child.is_alive():
