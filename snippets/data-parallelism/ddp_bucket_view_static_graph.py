@@ -1,0 +1,93 @@
+# Two DistributedDataParallel options, both reachable from Accelerate's DistributedDataParallelKwargs:
+# * gradient_as_bucket_view=True: each param.grad becomes a view into DDP's flat all-reduce bucket,
+#   so gradients are not stored twice (a comm hook sees the bucket buffers; we compare storages).
+# * static_graph=True: DDP may assume the graph is the same every iteration, which is what makes a
+#   block run twice under reentrant activation checkpointing work; by default DDP raises
+#   "Expected to mark a variable ready only once".
+# Negative controls: the default gradient_as_bucket_view=False (grads have storage of their own);
+# the default static_graph=False on the same checkpointed model.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_bucket_view_static_graph.py
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DistributedDataParallelKwargs
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.utils.checkpoint import checkpoint
+
+import _claims
+
+
+def prepare(module, **ddp_options):
+    accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(**ddp_options)])
+    return accelerator, accelerator.prepare(module)
+
+
+def grads_inside_buckets(gradient_as_bucket_view):
+    """How many param.grad tensors share storage with a bucket buffer after the 2nd backward."""
+    torch.manual_seed(0)
+    _, model = prepare(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 1)),
+                       gradient_as_bucket_view=gradient_as_bucket_view)
+    buffers = {}
+
+    def remember_buffer(state, bucket):  # the flat tensor DDP all-reduces for this bucket
+        buffers[bucket.index()] = bucket.buffer()
+        return allreduce_hook(state, bucket)
+
+    model.register_comm_hook(state=None, hook=remember_buffer)
+    for _ in range(2):  # "gradients will be views after first iteration" (DDP docstring)
+        model.zero_grad(set_to_none=False)
+        model(torch.randn(4, 16)).sum().backward()
+    bucket_storages = {b.untyped_storage().data_ptr() for b in buffers.values()}
+    params = list(model.parameters())
+    inside = sum(p.grad.untyped_storage().data_ptr() in bucket_storages for p in params)
+    own_bytes = sum(p.grad.numel() * p.grad.element_size() for p in params
+                    if p.grad.untyped_storage().data_ptr() not in bucket_storages)
+    return inside, len(params), own_bytes
+
+
+class CheckpointedTwice(torch.nn.Module):
+    """One block applied twice, each time under reentrant activation checkpointing."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.block = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.embed(x)
+        x = checkpoint(self.block, x, use_reentrant=True)
+        return checkpoint(self.block, x, use_reentrant=True)
+
+
+def train_checkpointed(static_graph, iterations=3):
+    torch.manual_seed(0)
+    accelerator, model = prepare(CheckpointedTwice(), static_graph=static_graph)
+    for step in range(iterations):
+        try:
+            model.zero_grad()
+            accelerator.backward(model(torch.randn(4, 8)).pow(2).mean())
+        except RuntimeError as error:
+            return step, str(error)
+    return iterations, ""
+
+
+view_inside, n_params, view_own_bytes = grads_inside_buckets(gradient_as_bucket_view=True)
+copy_inside, _, copy_own_bytes = grads_inside_buckets(gradient_as_bucket_view=False)
+static_steps, static_error = train_checkpointed(static_graph=True)
+default_steps, default_error = train_checkpointed(static_graph=False)
+
+_claims.equal(
+    "grads_are_views_into_buckets",
+    measured=view_inside,
+    control=copy_inside,
+    expected=n_params,
+    grad_bytes_outside_buckets_with_view=view_own_bytes,
+    grad_bytes_outside_buckets_default=copy_own_bytes,
+)
+_claims.equal(
+    "static_graph_allows_block_checkpointed_twice",
+    measured=static_steps,
+    control=default_steps,
+    expected=3,
+    default_error=default_error[:600],
+    static_graph_error=static_error,
+)

@@ -1,0 +1,84 @@
+# Stopping early on every rank at the same step. Only rank 1 sees the reason to stop (say, its
+# validation shard stopped improving) at step 3. With accelerator.set_trigger() on that rank and
+# accelerator.check_trigger() on every rank (a sum all-reduce of a 0/1 flag), both ranks leave the
+# loop at step 3; the same with a hand-written all_reduce(MAX) of a flag.
+# Negative control: a local flag (`if should_stop: break`): rank 1 leaves at step 3, rank 0 runs on
+# to step 8. In a real loop rank 0's next backward would wait forever for rank 1's all-reduce (see
+# the hang page), so the control loop does no collective; it only records where each rank stops.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/early_stop_trigger_all_ranks.py
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+
+import _claims
+
+MAX_STEPS, STOP_AT = 8, 3
+accelerator = Accelerator()
+rank = accelerator.process_index
+torch.manual_seed(0)
+model = accelerator.prepare(torch.nn.Linear(4, 1))
+
+
+def wants_to_stop(step):
+    return rank == 1 and step == STOP_AT  # only rank 1 sees it
+
+
+def train_step():
+    model(torch.randn(8, 4)).pow(2).mean().backward()  # DDP: an all-reduce every step
+
+
+def with_trigger():
+    for step in range(MAX_STEPS):
+        train_step()
+        if wants_to_stop(step):
+            accelerator.set_trigger()  # sets this rank's flag to 1; no communication yet
+        if accelerator.check_trigger():  # every rank: sum-reduce the flags; True if any rank set it
+            return step
+    return MAX_STEPS
+
+
+def with_allreduce_flag():
+    for step in range(MAX_STEPS):
+        train_step()
+        flag = torch.tensor([1.0 if wants_to_stop(step) else 0.0])
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # the same idea without Accelerate
+        if flag.item() > 0:
+            return step
+    return MAX_STEPS
+
+
+def with_local_flag():  # the control: each rank decides alone (no collective in this loop)
+    for step in range(MAX_STEPS):
+        if wants_to_stop(step):
+            return step
+    return MAX_STEPS
+
+
+def stop_steps(loop):
+    steps = [None] * accelerator.num_processes
+    dist.all_gather_object(steps, loop())
+    return steps
+
+
+trigger_steps = stop_steps(with_trigger)
+trigger_after_reset = accelerator.check_trigger()  # check_trigger resets the flag once it fired
+flag_steps = stop_steps(with_allreduce_flag)
+local_steps = stop_steps(with_local_flag)
+
+_claims.equal(
+    "set_trigger_stops_every_rank_at_once",
+    measured=len(set(trigger_steps)),  # distinct stop steps across ranks
+    control=len(set(local_steps)),
+    expected=1,
+    stop_steps_trigger=trigger_steps,
+    stop_steps_local_flag=local_steps,
+    check_trigger_after_it_fired=trigger_after_reset,
+)
+_claims.equal(
+    "allreduce_flag_stops_every_rank_at_once",
+    measured=len(set(flag_steps)),
+    control=len(set(local_steps)),
+    expected=1,
+    stop_steps_allreduce_flag=flag_steps,
+)
