@@ -4,12 +4,14 @@ Used by the proofs whose negative control crashes or desynchronises a process gr
 that one rank skips, a gather of unequal shapes): that must never happen in the launched ranks, whose
 process group the next proofs still need. Forked children inherit the already-imported torch (no
 import cost), forget the parent's process groups in their own memory, rendezvous on a fresh TCPStore
-on a free port, and are killed after a hard time limit whatever happens.
+on a free port, and are killed after a hard time limit whatever happens. Every child that was started
+is killed (if still alive) and joined before run_pair returns or raises, so no process is left behind.
 """
 
 import datetime
 import multiprocessing
 import queue
+import resource
 import socket
 import time
 import traceback
@@ -24,6 +26,8 @@ def _free_port():
 
 
 def _child(rank, port, results, fn):
+    # A child that gloo aborts (SIGABRT) must not leave a core file in the working directory.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     try:
         c10d = dist.distributed_c10d
         c10d._world = c10d._World()  # this child's copy only: the parent's groups are left untouched
@@ -45,25 +49,34 @@ def run_pair(fn, time_limit=20.0):
     context = multiprocessing.get_context("fork")
     results, port = context.Queue(), _free_port()
     children = [context.Process(target=_child, args=(rank, port, results, fn), daemon=True) for rank in range(2)]
-    outcome = {}
+    started, outcome = [], {}
+
+    def collect(timeout):
+        try:
+            rank, status, value = results.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        outcome[rank] = (status, value)
+        return True
+
     try:
         for child in children:
             child.start()
+            started.append(child)
         deadline = time.monotonic() + time_limit
-        for child in children:
-            child.join(max(0.0, deadline - time.monotonic()))
+        # Read the results while waiting: a child blocks at exit until what it put is read from the pipe.
+        while any(child.is_alive() for child in started) and time.monotonic() < deadline:
+            collect(min(0.05, max(0.0, deadline - time.monotonic())))
     finally:
-        for child in children:
+        for child in started:
             if child.is_alive():
                 child.kill()
-            child.join()
-        while True:
-            try:
-                rank, status, value = results.get(timeout=0.2)
-            except queue.Empty:
-                break
-            outcome[rank] = (status, value)
+        for child in started:
+            child.join()  # after SIGKILL this returns at once
+        while collect(0.2):
+            pass
         results.close()
+        results.join_thread()
     codes = [child.exitcode for child in children]
     for rank, code in enumerate(codes):
         if rank not in outcome:

@@ -108,28 +108,25 @@ dispatch_samples, dispatch_sizes, dispatch_reads, dispatch_type = run(
 )
 _claims.equal(
     "dispatch_batches_only_rank0_reads",
-    measured=dispatch_reads,  # samples read by rank 0, rank 1
-    control=shard_reads,  # default mode: each rank reads its own half
-    expected=[N] + [0] * (world - 1),
+    measured=[dispatch_reads, dispatch_samples],  # samples read by rank 0, rank 1; samples this rank received
+    control=[shard_reads, shard_samples],  # default mode: each rank reads its own half
+    expected=[[N] + [0] * (world - 1), dealt],  # rank 0 reads all; each rank still gets "batch i to rank i % 2"
     loader=dispatch_type,
-    samples=dispatch_samples,
-    same_samples_as_default_mode=dispatch_samples == shard_samples,
 )
 
 # --- 4. IterableDataset: dispatched by default; IterableDatasetShard with dispatch_batches=False ---
 stream = CountingStream()
 default_stream_loader = accelerator.prepare(DataLoader(stream, batch_size=BATCH))
-_, _, default_stream_reads, default_stream_type = run(default_stream_loader, stream)
+default_stream_samples, _, default_stream_reads, default_stream_type = run(default_stream_loader, stream)
 sharded_stream = CountingStream()
 sharded_loader = make_accelerator(dispatch_batches=False).prepare(DataLoader(sharded_stream, batch_size=BATCH))
 stream_samples, _, sharded_reads, sharded_type = run(sharded_loader, sharded_stream)
 _claims.equal(
     "iterable_shard_reads_whole_stream",
-    measured=sharded_reads,  # every rank pulls all 16 elements and keeps 8
-    control=default_stream_reads,  # the default for an IterableDataset: rank 0 reads, the others receive
-    expected=[N] * world,
+    measured=[sharded_reads, stream_samples],  # every rank pulls all 16 elements and keeps its 8
+    control=[default_stream_reads, default_stream_samples],  # the default: rank 0 reads, the others receive
+    expected=[[N] * world, dealt],
     default_iterable_loader=default_stream_type,
     sharded_loader=sharded_type,
     sharded_dataset=type(sharded_loader.dataset).__name__,
-    samples_kept=stream_samples,
 )

@@ -5,8 +5,8 @@
 #   * One epoch of 64 samples: one process with batch 8 takes 8 steps at lr 0.05. Two ranks with
 #     per-device batch 8 (effective 16) take 4 steps: at the same lr the weights move about half as far;
 #     at lr x 2 (the linear scaling rule of Goyal et al. 2017) they move about as far.
-# Negative controls: one process stepping on the per-device batch alone (4 samples); 2 ranks at the
-# unscaled lr.
+# Negative controls: the same run without the gradient all-reduce (model not prepared, so each rank
+# steps on its own 8 samples); 2 ranks at the unscaled lr.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/training-mechanics/effective_batch_and_lr_scaling.py
@@ -46,11 +46,19 @@ def one_process_sgd(rows_per_step, lr):
     return flat(net)
 
 
-def distributed_sgd(accelerator, n_samples, per_device, lr):
-    """The same data through accelerator.prepare: returns the final weights and optimizer steps."""
+def distributed_sgd(accelerator, n_samples, per_device, lr, all_reduce=True):
+    """The same data through accelerator.prepare: returns the final weights and optimizer steps.
+
+    all_reduce=False leaves the model unprepared (no DDP wrapper, so no gradient all-reduce): the
+    control, where each rank steps on its own shard only.
+    """
     net = copy.deepcopy(model)
     loader = DataLoader(TensorDataset(inputs[:n_samples], targets[:n_samples]), batch_size=per_device)
-    net, sgd, loader = accelerator.prepare(net, torch.optim.SGD(net.parameters(), lr=lr), loader)
+    sgd = torch.optim.SGD(net.parameters(), lr=lr)
+    if all_reduce:
+        net, sgd, loader = accelerator.prepare(net, sgd, loader)
+    else:
+        sgd, loader = accelerator.prepare(sgd, loader)  # the model stays a plain module
     steps = 0
     for x, y in loader:
         with accelerator.accumulate(net):
@@ -65,14 +73,17 @@ def distributed_sgd(accelerator, n_samples, per_device, lr):
 accumulating = Accelerator(gradient_accumulation_steps=ACCUMULATION)
 effective = PER_DEVICE * accumulating.num_processes * ACCUMULATION  # 16
 weights, steps, per_step_of_loader = distributed_sgd(accumulating, effective, PER_DEVICE, LR)
+local_weights, _, _ = distributed_sgd(accumulating, effective, PER_DEVICE, LR, all_reduce=False)
+one_process_16 = one_process_sgd([slice(0, effective)], LR)
 _claims.at_most(
     "one_step_equals_effective_batch",
-    measured=(weights - one_process_sgd([slice(0, effective)], LR)).abs().max().item(),
-    control=(weights - one_process_sgd([slice(0, PER_DEVICE)], LR)).abs().max().item(),  # per-device batch only
+    measured=(weights - one_process_16).abs().max().item(),
+    control=(local_weights - one_process_16).abs().max().item(),  # no all-reduce: this rank's 8 samples only
     tolerance=1e-6,
     effective_batch=effective,
     optimizer_steps=steps,
     loader_total_batch_size=per_step_of_loader,  # per_device x processes, before accumulation
+    distance_to_a_step_on_the_per_device_batch=(weights - one_process_sgd([slice(0, PER_DEVICE)], LR)).abs().max().item(),
 )
 
 # --- 2. the same epoch with a 2x bigger effective batch: scale the lr, or move half as far ---
