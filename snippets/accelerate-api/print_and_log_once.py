@@ -1,0 +1,146 @@
+# Why every print appears once per process under `accelerate launch`, and the Accelerate calls that
+# print, log, track and prepare data only once.
+#   1. accelerator.print prints on the local main process only: 1 line on one node of 2 processes.
+#      Negative control: the built-in print, which every process runs (2 lines).
+#   2. A logger from accelerate.logging.get_logger logs on the main process only by default.
+#      Negative control: the same call with main_process_only=False (every process logs).
+#   3. accelerator.log sends values to the trackers (log_with) on the main process only.
+#      Negative control: the same tracker's log() called directly on every process.
+#   4. with accelerator.main_process_first(): the main process runs the block alone, the others enter
+#      after it has left, so a cache it builds is built once. "Building" takes 1 s, or less once every
+#      other process is building it too (so that the control does not depend on who arrives first).
+#      Negative control: the same block without main_process_first (every process finds no cache and
+#      builds it).
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/print_and_log_once.py
+import contextlib
+import io
+import logging
+import os
+import tempfile
+import time
+
+from accelerate import Accelerator
+from accelerate.logging import get_logger
+from accelerate.tracking import GeneralTracker
+from accelerate.utils import broadcast_object_list, gather_object
+
+import _claims
+
+
+class CountingTracker(GeneralTracker):
+    """A custom experiment tracker (what log_with="wandb" or "tensorboard" would be) that records its calls."""
+
+    name = "counting"
+    requires_logging_directory = False
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    @property
+    def tracker(self):
+        return self.calls
+
+    def log(self, values, step=None, **kwargs):
+        self.calls.append((step, values))
+
+
+tracker = CountingTracker()
+accelerator = Accelerator(log_with=[tracker])  # <- experiment trackers go through the Accelerator
+accelerator.init_trackers("print-and-log-once")  # on the main process only, like accelerator.log
+
+
+def total(count):
+    """The sum of one number per process, on every process."""
+    return sum(gather_object([count]))
+
+
+# 1. print against accelerator.print: count the lines each process writes to its stdout.
+printed, accelerated = io.StringIO(), io.StringIO()
+with contextlib.redirect_stdout(printed):
+    print(f"epoch 0 loss 0.5 (process {accelerator.process_index})")
+with contextlib.redirect_stdout(accelerated):
+    accelerator.print(f"epoch 0 loss 0.5 (process {accelerator.process_index})")
+_claims.equal(
+    "accelerator_print_prints_once",
+    measured=total(len(accelerated.getvalue().splitlines())),
+    control=total(len(printed.getvalue().splitlines())),
+    expected=1,
+    processes=accelerator.num_processes,
+)
+
+# 2. accelerate.logging.get_logger: count the records that reach a handler on each process.
+records = []
+handler = logging.Handler()
+handler.emit = lambda record: records.append(record.getMessage())
+logger = get_logger("print_and_log_once")  # a LoggerAdapter over logging.getLogger("print_and_log_once")
+base, saved = logger.logger, (logger.logger.level, logger.logger.propagate)
+base.setLevel(logging.INFO)
+base.propagate = False  # keep the records out of the worker's own output
+base.addHandler(handler)
+try:
+    logger.info("saved checkpoint-100")  # main_process_only=True is the default
+    main_only = total(len(records))
+    main_only_messages = list(records)
+    records.clear()
+    logger.info("saved checkpoint-100", main_process_only=False)
+    everywhere = total(len(records))
+finally:
+    base.removeHandler(handler)
+    base.setLevel(saved[0])
+    base.propagate = saved[1]
+_claims.equal(
+    "get_logger_logs_on_main_only",
+    measured=main_only,
+    control=everywhere,
+    expected=1,
+    message_as_logged=main_only_messages,  # the adapter prefixes "[RANK <process_index>] "
+)
+
+# 3. accelerator.log against calling the tracker on every process.
+accelerator.log({"loss": 0.5}, step=0)
+through_accelerator = total(len(tracker.calls))
+tracker.calls.clear()
+tracker.log({"loss": 0.5}, step=0)
+direct = total(len(tracker.calls))
+_claims.equal(
+    "accelerator_log_tracks_on_main_only",
+    measured=through_accelerator,
+    control=direct,
+    expected=1,
+    trackers_per_process=gather_object([len(accelerator.trackers)]),
+)
+
+
+# 4. main_process_first: "load the dataset, tokenise it into a cache" on every process.
+def build_cache(folder, first):
+    """Every process runs the same block; returns how many processes built the cache themselves."""
+    cache = os.path.join(folder, "tokenized.cache")
+    building = os.path.join(folder, "building-{}")  # one flag per process that is building the cache
+    with accelerator.main_process_first() if first else contextlib.nullcontext():
+        built = not os.path.exists(cache)
+        if built:
+            # Tokenising takes a while: 1 s at most, or until every other process is building it too.
+            open(building.format(accelerator.process_index), "w").close()
+            others = [building.format(r) for r in range(accelerator.num_processes) if r != accelerator.process_index]
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline and not all(map(os.path.exists, others)):
+                time.sleep(0.005)
+            with open(cache, "w") as out:
+                out.write(f"written by process {accelerator.process_index}\n")
+    return total(int(built))
+
+
+with tempfile.TemporaryDirectory() as own_dir:
+    shared = broadcast_object_list([own_dir])[0]  # rank 0's folder on every process
+    os.makedirs(os.path.join(shared, "first"), exist_ok=True)
+    os.makedirs(os.path.join(shared, "plain"), exist_ok=True)
+    accelerator.wait_for_everyone()
+    _claims.equal(
+        "main_process_first_builds_the_cache_once",
+        measured=build_cache(os.path.join(shared, "first"), first=True),
+        control=build_cache(os.path.join(shared, "plain"), first=False),
+        expected=1,
+    )
+    accelerator.wait_for_everyone()  # rank 0 deletes the folder when it leaves this block
