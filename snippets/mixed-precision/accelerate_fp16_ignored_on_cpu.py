@@ -6,13 +6,33 @@
 # return for fp16 with native_amp=True: torch.autocast(device_type="cpu", dtype=torch.float16).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/mixed-precision/accelerate_fp16_ignored_on_cpu.py
+import logging
+import warnings
+
 import torch
 from accelerate import Accelerator
 from accelerate.utils import get_mixed_precision_context_manager
 
 import _claims
 
-accelerator = Accelerator(mixed_precision="fp16")  # --- asks for fp16 ...
+
+class KeepWarnings(logging.Handler):  # collects what Accelerate logs at WARNING or above
+    def __init__(self):
+        super().__init__(level=logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+logged = KeepWarnings()
+logging.getLogger("accelerate").addHandler(logged)
+try:
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        accelerator = Accelerator(mixed_precision="fp16")  # --- asks for fp16 ...
+finally:
+    logging.getLogger("accelerate").removeHandler(logged)
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
 seen = []
@@ -35,4 +55,5 @@ _claims.equal(
     distributed_type=str(accelerator.distributed_type),
     device=str(accelerator.device),
     grad_dtype=str(accelerator.unwrap_model(model)[0].weight.grad.dtype),
+    warnings_and_logged_warnings_at_init=[str(w.message) for w in warned] + logged.messages,
 )

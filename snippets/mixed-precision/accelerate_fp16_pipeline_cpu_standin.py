@@ -1,13 +1,15 @@
-# How Accelerate wires fp16 mixed precision, run on CPU by doing by hand the two lines of
-# Accelerator.__init__ that only run on a GPU (native_amp = True and a GradScaler); everything after
-# is Accelerate's own code:
+# How Accelerate wires fp16 mixed precision, run on CPU. The fp16 branch of Accelerator.__init__ runs
+# only on a non-CPU device; two lines below stand in for it: native_amp = True and a GradScaler
+# (GradScaler("cpu") here; get_grad_scaler() gives GradScaler("cuda") on a GPU). Everything after is
+# Accelerate's own code, unmodified, on top of torch's CPU autocast (float16) and CPU GradScaler:
 #  * prepare_model: forward -> convert_outputs_to_fp32(torch.autocast(..., dtype=float16)(forward));
 #  * accelerator.backward(loss): self.scaler.scale(loss).backward(), gradients 65536x too large;
 #  * accelerator.clip_grad_norm_: unscale_gradients() first, so it measures (and clips) the true norm;
 #  * a model that is itself .half() has float16 .grad, which GradScaler refuses to unscale
 #    (optimizer.step() and clip_grad_norm_ both unscale).
-# Controls: the original forward; plain loss.backward(); torch's clip_grad_norm_ on the scaled
-# gradients; a float32 model.
+# Controls: the original forward; accelerator.backward with no scaler on the Accelerator; torch's
+# clip_grad_norm_ on the scaled gradients; a float32 model. (Ratios are taken against a plain
+# loss.backward() of the same loss.)
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/mixed-precision/accelerate_fp16_pipeline_cpu_standin.py
 import copy

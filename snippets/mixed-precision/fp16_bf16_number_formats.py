@@ -28,6 +28,8 @@ _claims.equal(
     bf16_300_squared=square[bf16][0].item(),
     fp32_300_squared=square[fp32][0].item(),
     bf16_max=torch.finfo(bf16).max,
+    fp32_max=torch.finfo(fp32).max,
+    bf16_of_fp32_max=str(torch.tensor(torch.finfo(fp32).max).to(bf16).item()),  # the top sliver rounds up to inf
 )
 
 # --- 2. A real forward pass: one Linear whose outputs exceed 65504, then LayerNorm and a loss.
@@ -66,6 +68,7 @@ _claims.equal(
     fp16_smallest_normal=torch.finfo(fp16).tiny,
     fp16_smallest_subnormal=torch.tensor(1, dtype=torch.int16).view(fp16).item(),  # bit pattern 0x0001
     bf16_smallest_normal=torch.finfo(bf16).tiny,
+    fp32_smallest_normal=torch.finfo(fp32).tiny,
 )
 relative_error = lambda cast: abs(cast[1].item() - 1e-7) / 1e-7  # noqa: E731
 _claims.at_least(
@@ -108,8 +111,8 @@ _claims.equal(
     bf16_matmul_of_1000_ones=(torch.ones(1, 1000, dtype=bf16) @ torch.ones(1000, 1, dtype=bf16)).item(),
 )
 
-# --- 5. Why the weights stay float32: an SGD update of 1e-3 on a weight of 1.0 is below half of
-# bf16's spacing at 1.0 (2**-7), so a bf16 weight never moves.
+# --- 5. Why the weights stay float32: the bf16 numbers next to 1.0 are 1 - 2**-8 and 1 + 2**-7, so
+# 1.0 - 1e-3 (an SGD update of 1e-3) rounds back to 1.0 and a bf16 weight never moves.
 w16, w32 = torch.ones((), dtype=bf16), torch.ones(())
 for _ in range(10):
     w16 = w16 - torch.tensor(1e-3, dtype=bf16)

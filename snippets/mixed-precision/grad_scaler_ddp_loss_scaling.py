@@ -5,7 +5,7 @@
 #   2. an overflow (inf in ONE rank's batch): DDP's all-reduce spreads the inf, the scaler finds it on
 #      both ranks, skips optimizer.step() (weights unchanged) and halves the scale;
 #   3. growth: after growth_interval clean steps the scale doubles;
-#   4. a loss left in fp16 (out.mean() under autocast): the scaled backward overflows, every time.
+#   4. a loss left in fp16 (out.square().mean() of an fp16 output): the scaled backward overflows, every time.
 # Controls: no scaler; optimizer.step() without the scaler's inf check; no_sync (no all-reduce);
 # the default growth_interval; the same loss computed in float32.
 #
@@ -52,6 +52,8 @@ model.zero_grad()
 scaler = torch.amp.GradScaler("cpu")  # init_scale=2**16, growth_factor=2, backoff_factor=0.5, growth_interval=2000
 scaler.scale(forward_loss(model, inputs, scale=TINY)).backward()  # --- the loss times 65536
 scaled_zero = (first_layer(model).grad == 0).float().mean().item()
+zero_rows = (first_layer(model).grad == 0).nonzero()[:, 0].unique().tolist()  # hidden units whose gradients still vanish
+outgoing = accelerator.unwrap_model(model)[1].weight.detach().abs()[0]  # each hidden unit's weight to the output
 _claims.at_most(
     "scaler_keeps_tiny_gradients",
     measured=scaled_zero,
@@ -59,6 +61,9 @@ _claims.at_most(
     tolerance=0.05,
     scale=scaler.get_scale(),
     grad_dtype=str(first_layer(model).grad.dtype),
+    rows_with_zero_gradients_when_scaled=zero_rows,
+    row_with_smallest_outgoing_weight=int(outgoing.argmin()),
+    smallest_outgoing_weight=outgoing.min().item(),
 )
 
 # --- 2. An overflow in rank 1's batch only: one input of 70000 is inf once autocast casts it ---
@@ -108,7 +113,6 @@ _claims.at_most(
     own_gradient_finite_without_allreduce=rank_grad_finite,
     scale_after_without_allreduce=scale_no_sync,
 )
-_, scale_clean, _, _ = (lambda: (0, *overflow_step.__wrapped__()))() if False else (None, None, None, None)
 model, optimizer = fresh()
 clean_scaler = torch.amp.GradScaler("cpu")
 clean_scaler.scale(forward_loss(model, inputs)).backward()
@@ -154,7 +158,7 @@ _claims.equal(
     trace_interval_3_with_overflow_at_step_4=scale_trace(3, [inputs] * 3 + [bad] + [inputs] * 3),
 )
 
-# --- 4. The loss left in float16: square() and mean() are on no autocast list, so they stay float16 ---
+# --- 4. The loss left in float16: square() and mean() are on no CPU autocast list, so they stay float16 ---
 model, _ = fresh()
 fp16_loss = forward_loss(model, inputs, fp32_loss=False)
 torch.amp.GradScaler("cpu").scale(fp16_loss).backward()

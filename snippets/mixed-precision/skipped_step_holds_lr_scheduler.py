@@ -3,11 +3,15 @@
 # called the inner step (AcceleratedOptimizer.step_was_skipped), and the prepared scheduler's step()
 # returns early when it was skipped (AcceleratedScheduler.step), so the LR stays where it was.
 # Plain PyTorch (scaler.step(opt); scheduler.step()) advances the LR anyway, and when it is the
-# very first step it warns "Detected call of `lr_scheduler.step()` before `optimizer.step()`".
+# very first step it warns "Detected call of `lr_scheduler.step()` before `optimizer.step()`", even with the
+# warning filter that importing accelerate installs: that filter only hides warnings raised from inside
+# torch/optim/lr_scheduler.py (a ChainedScheduler stepping its members), not those of your own scheduler.step().
 #
 # On a CPU, Accelerator(mixed_precision="fp16") builds no scaler (see the page on how Accelerate
-# wires mixed precision), so two lines below do by hand what Accelerator.__init__ does on a GPU:
-# native_amp = True and a GradScaler. prepare() then builds the usual fp16 pipeline from them.
+# wires mixed precision), so two lines below stand in for what Accelerator.__init__ does on a GPU:
+# native_amp = True and a GradScaler (there GradScaler("cuda"), here GradScaler("cpu")). From them,
+# Accelerate's own prepare(), backward(), AcceleratedOptimizer and AcceleratedScheduler run unmodified;
+# the autocast they enter is torch.autocast("cpu", dtype=torch.float16), not the CUDA one.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/mixed-precision/skipped_step_holds_lr_scheduler.py
 import copy
@@ -21,7 +25,7 @@ import _claims
 LR, GAMMA = 0.1, 0.5
 accelerator = Accelerator(mixed_precision="fp16")
 accelerator.native_amp = True  # --- stand-in for the GPU branch of Accelerator.__init__ ...
-accelerator.scaler = torch.amp.GradScaler("cpu")  # --- ... which builds a GradScaler there
+accelerator.scaler = torch.amp.GradScaler("cpu")  # --- ... which builds GradScaler("cuda") there
 rank = accelerator.process_index
 
 torch.manual_seed(0)
@@ -73,8 +77,7 @@ def plain_torch(first_batch):
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=GAMMA)
     scaler = torch.amp.GradScaler("cpu")
     before = weight(model)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")  # accelerate/scheduler.py silences torch.optim.lr_scheduler warnings
+    with warnings.catch_warnings(record=True) as seen:  # the filters as `import accelerate` left them
         scaler.scale(loss_of(model, first_batch)).backward()
         scaler.step(optimizer)
         scaler.update()
@@ -85,6 +88,26 @@ def plain_torch(first_batch):
 
 plain_lr, plain_warnings, plain_changed = plain_torch(overflow)
 _, clean_warnings, _ = plain_torch(clean)
+
+
+# --- What the filter accelerate/scheduler.py installs at import really hides ---
+# warnings.filterwarnings("ignore", category=UserWarning, module="torch.optim.lr_scheduler") matches the module
+# a warning is attributed to. LRScheduler.step warns with stacklevel=2, i.e. on behalf of its caller: your
+# script (so the plain loop above still warns), or, for a ChainedScheduler stepping its members,
+# torch/optim/lr_scheduler.py itself (hidden).
+def chained_scheduler_warnings(override_accelerate_filter=False):
+    optimizer = torch.optim.SGD(copy.deepcopy(base).parameters(), lr=LR)
+    chained = torch.optim.lr_scheduler.ChainedScheduler([torch.optim.lr_scheduler.StepLR(optimizer, 1, GAMMA)])
+    with warnings.catch_warnings(record=True) as seen:
+        if override_accelerate_filter:  # control: a "default" filter for the same module, placed in front
+            warnings.filterwarnings("default", category=UserWarning, module="torch.optim.lr_scheduler")
+        chained.step()  # no optimizer.step() yet: the member StepLR warns from inside lr_scheduler.py
+    return sum("before `optimizer.step()`" in str(w.message) for w in seen)
+
+
+accelerate_filter = [
+    f for f in warnings.filters if f[0] == "ignore" and f[3] is not None and f[3].pattern == "torch.optim.lr_scheduler"
+]
 
 _claims.equal(
     "skipped_step_keeps_the_lr",
@@ -109,5 +132,13 @@ _claims.equal(
     measured=plain_warnings,
     control=clean_warnings,  # control: the same plain loop whose first step is clean
     expected=1,
+    accelerate_filter_installed=bool(accelerate_filter),  # the plain loop warned with it in place
     warnings_with_accelerate=record[0]["warnings"] + record[1]["warnings"],
+)
+_claims.equal(
+    "accelerate_filter_hides_only_warnings_raised_inside_lr_scheduler",
+    measured=chained_scheduler_warnings(),
+    control=chained_scheduler_warnings(override_accelerate_filter=True),  # control: Accelerate's filter overridden
+    expected=0,
+    accelerate_filter_installed=bool(accelerate_filter),
 )
