@@ -99,7 +99,8 @@ def question_table(nav: list, from_page: Path) -> str:
     pages = ordered_questions(nav)
     topics = list(dict.fromkeys(page.topic for page in pages))
     options = "".join(f'<option value="{t}">{html.escape(topic_title(t))}</option>' for t in topics)
-    levels = "".join(f'<option value="{level}">{level}</option>' for level in DIFFICULTIES)
+    unrated = ("unrated",) if any(page.difficulty not in DIFFICULTIES for page in pages) else ()
+    levels = "".join(f'<option value="{level}">{level}</option>' for level in DIFFICULTIES + unrated)
     statuses = "".join(f'<option value="{slugify(s)}">{s}</option>' for s in STATUSES)
     rows = []
     for page in pages:

@@ -415,7 +415,7 @@
   };
 
   function setup() {
-    var root = document.getElementById("mock-interview");
+    var root = document.getElementById("mock-app");
     if (!root) return;
     fetch(siteUrl(root.dataset.questions))
       .then(function (response) {

@@ -35,13 +35,22 @@
       history.replaceState(null, "", query ? "#" + query : location.pathname + location.search);
     }
 
-    var initial = new URLSearchParams(location.hash.slice(1));
+    function fromAddress() {
+      var wanted = new URLSearchParams(location.hash.slice(1));
+      if (!Object.keys(selects).some(function (key) { return wanted.has(key); })) return false;
+      Object.keys(selects).forEach(function (key) {
+        if (selects[key]) selects[key].value = wanted.get(key) || "";
+      });
+      return true;
+    }
+
     Object.keys(selects).forEach(function (key) {
-      var select = selects[key];
-      if (!select) return;
-      if (initial.get(key)) select.value = initial.get(key);
-      select.addEventListener("change", apply);
+      if (selects[key]) selects[key].addEventListener("change", apply);
     });
+    window.addEventListener("hashchange", function () {
+      if (fromAddress()) apply();
+    });
+    fromAddress();
     apply();
   }
 
