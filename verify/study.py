@@ -166,6 +166,11 @@ def answer_html(page: Page) -> str:
     return python_markdown.markdown(text, extensions=["attr_list", "tables"])
 
 
+def inline_html(text: str) -> str:
+    """One line of Markdown (a title with `code` in it) as HTML, without the paragraph around it."""
+    return re.sub(r"^<p>(.*)</p>$", r"\1", python_markdown.markdown(text), flags=re.S)
+
+
 def questions_json(nav: list, url_of) -> str:
     """Every question for the mock interview; `url_of(page)` gives its URL from the site's root."""
     questions = []
@@ -175,6 +180,7 @@ def questions_json(nav: list, url_of) -> str:
             {
                 "id": page.slug,
                 "title": page.title,
+                "title_html": inline_html(page.title),
                 "topic": page.topic,
                 "topic_title": topic_title(page.topic),
                 "difficulty": page.difficulty or "unrated",

@@ -268,7 +268,7 @@
         el("span", { id: "mock-position", text: "Question " + (current.index + 1) + " of " + current.queue.length }),
         el("span", { text: question.topic_title }),
         el("span", { class: "qi-level qi-level--" + question.difficulty, text: question.difficulty })),
-      el("h2", { class: "mock-question", id: "mock-question", text: question.title }),
+      el("h2", { class: "mock-question", id: "mock-question", html: question.title_html || question.title }),
       el("div", { class: "mock-timer" }, remaining, el("span", { class: "mock-bar" }, bar)),
       el("div", { class: "mock-row" }, reveal,
         el("button", { type: "button", class: "md-button", id: "mock-stop", text: "End the interview", onclick: function () {
@@ -356,7 +356,7 @@
     var list = last.results.map(function (r) {
       var q = self.byId[r.id];
       return el("li", { class: "mock-result mock-result--" + r.grade },
-        el("a", { href: siteUrl(q.url), text: q.title }), " — " + GRADES.filter(function (g) { return g.id === r.grade; })[0].label.toLowerCase());
+        el("a", { href: siteUrl(q.url), html: q.title_html || q.title }), " — " + GRADES.filter(function (g) { return g.id === r.grade; })[0].label.toLowerCase());
     });
     return el("section", { class: "mock-summary", id: "mock-summary" },
       el("h2", { text: heading + " (" + last.date + "): " + percent(points, last.results.length) }),
