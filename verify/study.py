@@ -234,7 +234,7 @@ def cheat_sheet(nav: list, from_page: Path) -> str:
             if current is not None:
                 sections.append("</div>")
             current = page.topic
-            sections += ["", f'<div class="cheat-topic" markdown="1">', "", f"## {topic_title(page.topic)}", ""]
+            sections += ["", '<div class="cheat-topic" markdown="1">', "", f"## {topic_title(page.topic)}", ""]
         link = up + page.path.relative_to(DOCS_DIR).as_posix()
         sections.append(f"**[{escape_link_text(page.title)}]({link})**" + "{ .cheat-question }")
         sections.append("")
