@@ -93,4 +93,18 @@ def test_with_evidence_a_page_shows_measured_values_and_versions(tmp_path):
     assert "1.25e-08" in page and "torch 9.9.9" in page and "accelerate 8.8.8" in page
 
 
+def test_study_mode_is_built(site_without_evidence):
+    """The mock interview's questions are generated; without evidence a figure shows its command."""
+    data = json.loads((site_without_evidence / "assets" / "study" / "questions.json").read_text())
+    assert len(data["questions"]) >= 10 and all(q["answer_html"] for q in data["questions"])
+    assert not (site_without_evidence / "assets" / "figures").exists()
+    page = text_of((site_without_evidence / "questions" / "model-parallelism" / "pipeline-parallelism" / "index.html").read_text())
+    assert "Figure: " in page and "python -m pytest verify -k pipeline-parallelism && mkdocs build" in page
+    home = (site_without_evidence / "index.html").read_text()
+    statuses = re.findall(r'<tr [^>]*data-status="([a-z-]+)"', home)
+    assert len(statuses) == len(data["questions"]) and set(statuses) <= {"no-evidence-yet", "skipped-requires-cuda"}
+    assert (site_without_evidence / "mock-interview" / "index.html").exists()
+    assert (site_without_evidence / "cheat-sheet" / "index.html").exists()
+
+
 # The real-browser checks (search in English and Chinese, and study mode) are in tests/test_browser.py.

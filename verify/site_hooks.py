@@ -174,19 +174,10 @@ def on_config(config):
 
 def on_files(files, config):
     """Study mode's generated files: the mock interview's questions and the figures."""
-    from mkdocs.structure.files import File
-
-    def url_of(page):
-        return files.get_file_from_path(page.path.relative_to(DOCS_DIR).as_posix()).url
-
-    generated = {study.QUESTIONS_JSON: study.questions_json(config["nav"] or [], url_of)}
     try:
-        generated.update(figures.render_all(load_pages(DOCS_DIR)))
+        return study.add_generated_files(files, config)
     except figures.FigureError as error:
         raise PluginError(str(error)) from None
-    for path, content in generated.items():
-        files.append(File.generated(config, path, content=content))
-    return files
 
 
 def topic_listing(folder: Path) -> str:

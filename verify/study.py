@@ -253,3 +253,24 @@ def cheat_sheet(nav: list, from_page: Path) -> str:
     if not sections:
         return "*No page declares key facts yet.*"
     return "\n".join(sections)
+
+
+# --- the files the build adds -------------------------------------------------------------------
+
+
+def add_generated_files(files, config):
+    """Add the mock interview's questions and every figure that has evidence to mkdocs' files
+    (written into the site, never into docs/). Raises figures.FigureError for a bad declaration."""
+    from mkdocs.structure.files import File
+
+    from verify import figures  # here: figures reads the evidence through this module
+    from verify.pages import load_pages
+
+    def url_of(page):
+        return files.get_file_from_path(page.path.relative_to(DOCS_DIR).as_posix()).url
+
+    generated = {QUESTIONS_JSON: questions_json(config["nav"] or [], url_of)}
+    generated.update(figures.render_all(load_pages(DOCS_DIR)))
+    for path, content in generated.items():
+        files.append(File.generated(config, path, content=content))
+    return files
