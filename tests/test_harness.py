@@ -84,3 +84,14 @@ def test_two_proofs_reporting_one_claim_id_are_judged_apart(grouped):
     assert not verdicts[("duplicate", "zz_false.py", "same")].passed
     assert "rank 0: measured 1.0, expected <= 0.5" in verdicts[("duplicate", "zz_false.py", "same")].reason
     assert verdicts[("duplicate", "zz_true.py", "same")].passed
+
+
+def test_two_nodes_meet_on_loopback_with_a_launch_per_machine_rank(tmp_path):
+    # What `pytest verify --nnodes 2` does: two `accelerate launch` processes, machine ranks 0 and 1.
+    healthy = [p for p in broken_proofs() if p.snippet == "passing_claim.py"]
+    settings = LaunchSettings(num_processes=2, num_machines=2, use_cpu=True)
+    verdict = verdict_of(verify_proofs(healthy, settings, tmp_path, "grouped", None), "broken", "sum_of_ranks")
+    assert verdict.passed, verdict.reason
+    # the judge checked each rank's node (GROUP_RANK) and LOCAL_RANK; both machines' ranks reported
+    assert sorted(report["rank"] for report in verdict.reports) == [0, 1]
+    assert (tmp_path / "nproc-2-nnodes-2").is_dir()

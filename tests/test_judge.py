@@ -43,3 +43,35 @@ def test_gpu_proofs_are_skipped_with_a_reason_on_cpu_and_run_on_gpus():
     assert "needs 2 CUDA GPUs" in skip_reason(gpu_proof, CPU)
     assert skip_reason(gpu_proof, LaunchSettings(num_processes=2, use_cpu=False)) is None
     assert LaunchSettings(num_processes=2, use_cpu=False).expected_backend == "nccl"
+
+
+def test_a_process_whose_torch_rank_is_not_its_launcher_rank_fails():
+    swapped = {0: {**GOOD_STATE, "torch_rank": 1}, 1: {**GOOD_STATE, "torch_rank": 0}}
+    verdict = judge(PROOF, run_with(swapped), CPU)[0]
+    assert not verdict.passed and "rank 0: torch.distributed rank is 1, expected 0" in verdict.reason
+
+
+def test_across_two_nodes_every_rank_must_show_its_node_and_local_rank():
+    two_nodes = LaunchSettings(num_processes=4, num_machines=2, use_cpu=True)
+    states = {
+        rank: {**GOOD_STATE, "torch_world_size": 4, "accelerate_num_processes": 4, "torch_rank": rank,
+               "env_rank": rank, "env_local_rank": rank % 2, "env_world_size": 4, "env_group_rank": rank // 2}
+        for rank in range(4)
+    }  # fmt: skip
+    assert judge(PROOF, run_with(states), two_nodes)[0].passed
+    states[3] = {**states[3], "env_group_rank": 0}  # rank 3 claims to sit on node 0
+    verdict = judge(PROOF, run_with(states), two_nodes)[0]
+    assert not verdict.passed and "rank 3: node (GROUP_RANK) is 0, expected 1" in verdict.reason
+
+
+def test_node_counts_proofs_declare_are_kept_under_nnodes():
+    from verify.session import settings_for
+
+    two_nodes = LaunchSettings(num_processes=4, num_machines=2, use_cpu=True)
+    plain = Proof(page="p", snippet="s.py", claims={"c": "s"})
+    two_ranks = Proof(page="p", snippet="s.py", claims={"c": "s"}, processes=2)
+    one_node = Proof(page="p", snippet="s.py", claims={"c": "s"}, nodes=1)
+    shape = lambda proof: (settings_for(proof, two_nodes).num_processes, settings_for(proof, two_nodes).num_machines)  # noqa: E731
+    assert shape(plain) == (4, 2)
+    assert shape(two_ranks) == (2, 2)  # one rank on each node
+    assert shape(one_node) == (2, 1)

@@ -16,8 +16,16 @@ from verify.session import verify_proofs
 
 def pytest_addoption(parser):
     group = parser.getgroup("verify", "running the proofs")
-    group.addoption("--nproc", type=int, default=2, help="processes per launch (default 2)")
+    group.addoption("--nproc", type=int, default=2, help="processes per node (default 2)")
+    group.addoption(
+        "--nnodes", type=int, default=1,
+        help="nodes: with 2, two `accelerate launch` processes (machine ranks 0 and 1) meet on 127.0.0.1",
+    )  # fmt: skip
     group.addoption("--accelerate-config", default=None, help="an accelerate config file for the launches")
+    group.addoption(
+        "--reuse-evidence", action="store_true",
+        help="skip proofs whose snippet, claims, versions, launch and harness are unchanged since they last passed",
+    )  # fmt: skip
     group.addoption(
         "--launch-mode", choices=("grouped", "isolated"), default="grouped",
         help="grouped: many snippets per launch (fast); isolated: one launch per snippet (reference)",
@@ -25,7 +33,10 @@ def pytest_addoption(parser):
 
 
 def launch_settings(config) -> LaunchSettings:
-    return LaunchSettings(num_processes=config.getoption("nproc"), config_file=config.getoption("accelerate_config"))
+    nodes = config.getoption("nnodes")
+    return LaunchSettings(
+        num_processes=config.getoption("nproc") * nodes, num_machines=nodes, config_file=config.getoption("accelerate_config")
+    )
 
 
 def fresh_run_dir(runs: Path, keep: int = 5) -> Path:
@@ -54,7 +65,10 @@ def verdicts(request):
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
-    return verify_proofs(proofs, settings, work_dir, request.config.getoption("launch_mode"))
+    return verify_proofs(
+        proofs, settings, work_dir, request.config.getoption("launch_mode"),
+        reuse_evidence=request.config.getoption("reuse_evidence"),
+    )  # fmt: skip
 
 
 @pytest.fixture

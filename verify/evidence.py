@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -11,6 +13,8 @@ from pathlib import Path
 
 from verify.pages import ROOT, Proof
 from verify.runner import LaunchSettings, SnippetRun
+
+HARNESS_DIR = Path(__file__).resolve().parent
 
 # Where `pytest verify` writes and the site reads; a test points both elsewhere.
 EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", ROOT / ".verify" / "evidence"))
@@ -26,6 +30,32 @@ def versions() -> dict:
     return found
 
 
+def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
+    """Everything a verdict depends on: the snippet and the helper modules beside it, the page's claims, the
+    installed versions, the launch asked for, and the harness itself. Equal fingerprints, same verdicts."""
+    digest = hashlib.sha256()
+    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py")})
+    for path in [proof.path, *helpers, *sorted(HARNESS_DIR.glob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    declared = {
+        "claims": {claim_id: dataclasses.asdict(claim) for claim_id, claim in proof.claims.items()},
+        "versions": versions(),
+        "launch": [settings.num_processes, settings.num_machines, settings.expected_backend, settings.config_file,
+                   list(settings.extra_args)],
+        "requires": proof.requires,
+    }  # fmt: skip
+    digest.update(json.dumps(declared, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
+    """The latest evidence of this proof if nothing it depends on has changed since, and every claim held."""
+    found = read(proof.snippet, evidence_dir) if proof.path.exists() else None
+    if not found or found.get("fingerprint") != fingerprint(proof, settings):
+        return None
+    return found if all(claim["passed"] for claim in found["claims"]) else None
+
+
 def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: LaunchSettings) -> dict:
     ranks = run.ranks if run else {}
     states = {str(rank): outcome.state for rank, outcome in sorted(ranks.items())}
@@ -33,10 +63,15 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
     return {
         "page": proof.page,
         "snippet": proof.snippet,
+        "fingerprint": fingerprint(proof, settings) if proof.path.exists() else None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
         "platform": platform.platform(),
-        "asked": {"num_processes": settings.num_processes, "backend": settings.expected_backend},
+        "asked": {
+            "num_processes": settings.num_processes,
+            "num_machines": settings.num_machines,
+            "backend": settings.expected_backend,
+        },
         "world_size": len(ranks),
         "backend": first.get("backend"),
         "device_per_rank": {rank: (state or {}).get("device") for rank, state in states.items()},
@@ -48,6 +83,7 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
             {
                 "id": v.claim,
                 "statement": proof.claims[v.claim].says,
+                "expected_here": proof.claims[v.claim].holds_on(versions()["accelerate"] or "0"),
                 "control_removes": proof.claims[v.claim].control,
                 "passed": v.passed,
                 "reason": v.reason,
@@ -71,3 +107,17 @@ def write(evidence: dict, evidence_dir: Path = EVIDENCE_DIR) -> Path:
 def read(snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     path = evidence_dir / f"{Path(snippet).stem}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:
+    """release -> this snippet's claim rows from `python -m verify.matrix`, oldest release first."""
+    from packaging.version import Version
+
+    from verify.matrix import MATRIX_DIR
+
+    found = {}
+    for summary in (matrix_dir or MATRIX_DIR).glob("*/matrix.json"):
+        rows = [row for row in json.loads(summary.read_text())["claims"] if row["snippet"] == snippet]
+        if rows:
+            found[summary.parent.name] = rows
+    return dict(sorted(found.items(), key=lambda item: Version(item[0])))

@@ -52,6 +52,18 @@ def run_problems(proof: Proof, run: SnippetRun | None, settings: LaunchSettings)
         for what, value in seen.items():
             if value != asked:
                 problems.append(f"rank {rank}: {what} is {value}, asked for {asked}")
+        identity = {  # the launcher's rank numbering: node-major, LOCAL_RANK within each node
+            "torch.distributed rank": (state.get("torch_rank"), rank),
+            "RANK": (state.get("env_rank"), rank),
+            "LOCAL_RANK": (state.get("env_local_rank"), rank % settings.processes_per_machine),
+            "WORLD_SIZE": (state.get("env_world_size"), asked),
+        }
+        if settings.num_machines > 1:
+            identity["node (GROUP_RANK)"] = (state.get("env_group_rank"), rank // settings.processes_per_machine)
+        for what, (value, expected) in identity.items():
+            # Unknown values pass on one machine (hand-made runs); across machines each must be seen.
+            if (value is not None or settings.num_machines > 1) and value != expected:
+                problems.append(f"rank {rank}: {what} is {value}, expected {expected}")
         if state.get("backend") != settings.expected_backend:
             problems.append(f"rank {rank}: backend {state.get('backend')}, expected {settings.expected_backend}")
     declared = set(proof.claims)

@@ -30,6 +30,15 @@ class Claim:
     since: str | None = None  # first Accelerate release the claim holds for (None: any)
     until: str | None = None  # last release it holds for (None: any)
 
+    def holds_on(self, release: str) -> bool:
+        """Whether this claim says it holds on this Accelerate release."""
+        from packaging.version import Version
+
+        version = Version(release)
+        return (self.since is None or version >= Version(self.since)) and (
+            self.until is None or version <= Version(self.until)
+        )
+
 
 @dataclass(frozen=True)
 class Proof:

@@ -36,7 +36,8 @@ def cuda_device_count() -> int:
 
 @dataclass
 class LaunchSettings:
-    num_processes: int = 2
+    num_processes: int = 2  # the world size, over all machines
+    num_machines: int = 1  # >1: one `accelerate launch` per machine rank, meeting on 127.0.0.1
     config_file: str | None = None
     extra_args: tuple = ()  # raw `accelerate launch` arguments, e.g. ("--cpu",) to show what that starts
     use_cpu: bool | None = None  # None: CPU unless there is one GPU per process
@@ -44,19 +45,26 @@ class LaunchSettings:
 
     def __post_init__(self):
         if self.use_cpu is None:
-            self.use_cpu = cuda_device_count() < self.num_processes
+            self.use_cpu = cuda_device_count() < self.processes_per_machine
 
     @property
     def expected_backend(self) -> str:
         return "gloo" if self.use_cpu else "nccl"
 
-    def launch_args(self, port: int) -> list[str]:
+    @property
+    def processes_per_machine(self) -> int:
+        return self.num_processes // self.num_machines
+
+    def launch_args(self, port: int, machine_rank: int = 0) -> list[str]:
         args = []
         if self.config_file:
             args += ["--config_file", self.config_file]
         elif not self.extra_args:
             # --multi_gpu even on CPU: `--cpu --num_processes 2` starts ONE process (MULTI_CPU needs mpirun).
-            args += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+            args += ["--multi_gpu", "--num_machines", str(self.num_machines), "--mixed_precision", "no",
+                     "--dynamo_backend", "no"]  # fmt: skip
+        if self.num_machines > 1:  # what each node of a real cluster runs, its own machine rank each
+            args += ["--machine_rank", str(machine_rank), "--main_process_ip", "127.0.0.1"]
         args += ["--num_processes", str(self.num_processes), "--main_process_port", str(port)]
         return args + list(self.extra_args)
 
@@ -132,14 +140,43 @@ def read_text(path: Path, limit: int = 20000) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-def kill_tree(process: subprocess.Popen, extra_pids=()) -> None:
-    """SIGKILL the launcher and every process under it, ranks included (they run in sessions of their own)."""
+class Launchers:
+    """The `accelerate launch` processes of one run, one per machine, watched as one."""
+
+    def __init__(self, processes: list[subprocess.Popen]):
+        self.processes = processes
+
+    def poll(self):
+        """None while every launcher runs; else the first exit code seen (a failed machine ends the run)."""
+        codes = [process.poll() for process in self.processes]
+        ended = [code for code in codes if code is not None]
+        if not ended or (len(ended) < len(codes) and all(code == 0 for code in ended)):
+            return None  # a machine that finished cleanly waits for the others
+        return next((code for code in ended if code != 0), 0)
+
+    @property
+    def returncode(self):
+        return self.poll()
+
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process in self.processes]
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for process in self.processes:
+            process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+
+def kill_tree(process: Launchers, extra_pids=()) -> None:
+    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their own)."""
     victims = []
-    try:
-        parent = psutil.Process(process.pid)
-        victims = parent.children(recursive=True) + [parent]
-    except psutil.NoSuchProcess:
-        pass
+    for pid in process.pids:
+        try:
+            parent = psutil.Process(pid)
+            victims += parent.children(recursive=True) + [parent]
+        except psutil.NoSuchProcess:
+            pass
     for pid in extra_pids:
         try:
             victims.append(psutil.Process(pid))
@@ -165,14 +202,17 @@ class Launch:
         run_dir.mkdir(parents=True, exist_ok=True)
         manifest = {"run_dir": str(run_dir), "snippets": [{"name": s.name, "path": s.path} for s in batch]}
         (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        self.command = [
-            sys.executable, "-m", "accelerate.commands.launch",
-            *settings.launch_args(free_port()), str(WORKER), str(run_dir / "manifest.json"),
+        port = free_port()
+        self.commands = [
+            [sys.executable, "-m", "accelerate.commands.launch",
+             *settings.launch_args(port, machine), str(WORKER), str(run_dir / "manifest.json")]
+            for machine in range(settings.num_machines)
         ]  # fmt: skip
-        self.log_path = run_dir / "launch.log"
+        self.log_path = run_dir / "launch.log"  # every machine's launcher writes here, line by line
 
     def info(self, **more) -> dict:
-        return {"mode": self.mode, "command": " ".join(self.command), "batch_size": len(self.batch), **more}
+        command = "\n".join(" ".join(command) for command in self.commands)
+        return {"mode": self.mode, "command": command, "batch_size": len(self.batch), **more}
 
     def outcome(self, spec: SnippetSpec, events: dict) -> dict[int, RankOutcome]:
         ranks = {}
@@ -198,10 +238,13 @@ class Launch:
         results: dict[str, SnippetRun] = {}
         launched = time.monotonic()
         with open(self.log_path, "w") as log:
-            process = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=self.settings.environment(), start_new_session=True,
-            )  # fmt: skip
+            process = Launchers([
+                subprocess.Popen(
+                    command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=self.settings.environment(), start_new_session=True,
+                )
+                for command in self.commands
+            ])  # fmt: skip
         index, clock_from = 0, None  # the snippet being watched and when its time limit started
         try:
             while index < len(self.batch):
@@ -268,7 +311,7 @@ class Launch:
             results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
         return results, []
 
-    def crash_story(self, ranks: dict, process: subprocess.Popen) -> str:
+    def crash_story(self, ranks: dict, process: Launchers) -> str:
         lines = []
         raised = sorted((o for o in ranks.values() if o.traceback), key=lambda o: (o.ended_at or float("inf"), o.rank))
         for order, outcome in enumerate(raised):

@@ -12,11 +12,21 @@ from verify.runner import LaunchSettings, SnippetSpec, run_snippets
 
 
 def settings_for(proof: Proof, settings: LaunchSettings) -> LaunchSettings:
-    """The launch a proof needs: its own process count if it was written for one, else the session's."""
-    processes = proof.world_size(settings.num_processes)
-    if processes == settings.num_processes:
+    """The launch a proof needs: its own process and node counts if it was written for them, else the session's.
+
+    A proof written for 2 processes runs one per node under --nnodes 2; one written for one node keeps
+    one node (with the session's processes per node unless it names its own count).
+    """
+    machines = settings.num_machines
+    if proof.nodes is not None and proof.nodes != machines:
+        machines = proof.nodes
+    processes = proof.processes or settings.processes_per_machine * machines
+    if processes % machines:
+        machines = 1
+    if (processes, machines) == (settings.num_processes, settings.num_machines):
         return settings
-    return dataclasses.replace(settings, num_processes=processes)  # same device choice as the session
+    # same device choice as the session
+    return dataclasses.replace(settings, num_processes=processes, num_machines=machines)
 
 
 def skip_reason(proof: Proof, settings: LaunchSettings) -> str | None:
@@ -32,19 +42,34 @@ def verify_proofs(
     work_dir: Path,
     mode: str = "grouped",
     evidence_dir: Path | None = evidence.EVIDENCE_DIR,
+    reuse_evidence: bool = False,
 ) -> dict[tuple[str, str, str], Verdict]:
-    """(page slug, snippet, claim id) -> verdict. Missing snippets are judged without a launch."""
+    """(page slug, snippet, claim id) -> verdict. Missing snippets are judged without a launch.
+
+    With `reuse_evidence`, a proof whose fingerprint (snippet, claims, versions, launch, harness) matches
+    its latest passing evidence is not run again: its recorded verdicts stand.
+    """
+    verdicts = {}
+    if reuse_evidence and evidence_dir is not None:
+        for proof in proofs:
+            found = None if skip_reason(proof, settings) else evidence.reusable(proof, settings_for(proof, settings), evidence_dir)
+            for claim in (found or {}).get("claims", []):
+                reports = [{**report, "claim": claim["id"]} for report in claim["reports"]]
+                verdict = Verdict(proof.page, proof.snippet, claim["id"], True, "reused: " + claim["reason"], reports)
+                verdicts[(proof.page, proof.snippet, claim["id"])] = verdict
+        reused = {(page, snippet) for page, snippet, _ in verdicts}
+        proofs = [proof for proof in proofs if (proof.page, proof.snippet) not in reused]
     runnable = [p for p in proofs if p.path.exists() and not skip_reason(p, settings)]
     # One launch configuration per process count; each snippet runs once whichever pages name it.
-    groups: dict[int, tuple[LaunchSettings, dict[str, SnippetSpec]]] = {}
+    groups: dict[tuple[int, int], tuple[LaunchSettings, dict[str, SnippetSpec]]] = {}
     for proof in runnable:
         launch = settings_for(proof, settings)
-        _, specs = groups.setdefault(launch.num_processes, (launch, {}))
+        _, specs = groups.setdefault((launch.num_processes, launch.num_machines), (launch, {}))
         specs.setdefault(proof.name, SnippetSpec(proof.name, str(proof.path), proof.timeout))
     runs = {}
-    for processes, (launch, specs) in groups.items():
-        runs.update(run_snippets(list(specs.values()), launch, work_dir / f"nproc-{processes}", mode))
-    verdicts = {}
+    for (processes, machines), (launch, specs) in groups.items():
+        folder = work_dir / (f"nproc-{processes}" + (f"-nnodes-{machines}" if machines > 1 else ""))
+        runs.update(run_snippets(list(specs.values()), launch, folder, mode))
     for proof in proofs:
         if skip_reason(proof, settings):
             continue

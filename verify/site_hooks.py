@@ -38,6 +38,13 @@ def show(value) -> str:
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
 
 
+def verdict_text(claim: dict, declared) -> str:
+    if claim.get("expected_here", True):
+        return "pass" if claim["passed"] else "FAIL"
+    span = f"{declared.since or 'any'} to {declared.until or 'now'}" if declared else "its releases"
+    return f"HOLDS outside its releases ({span})" if claim["passed"] else f"does not hold here, as declared ({span})"
+
+
 def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     found = evidence.read(snippet)
     rerun = indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
@@ -48,31 +55,32 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
         claim.get("statement") != declared[claim["id"]].says for claim in found["claims"]
     ):
         return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun + claims
-    passed = all(claim["passed"] for claim in found["claims"])
+    passed = all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
-    rows = ["| claim | rank | measured | expected | negative control | verdict |", "|---|---|---|---|---|---|"]
+    rows = ["| claim | rank | measured | expected | negative control: what it removes, its value | verdict |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
     for claim in found["claims"]:
         # Ranks that measured the same thing share a row.
         rows_by_value: dict = {}
         for report in claim["reports"] or [{}]:
             key = tuple(show(report.get(k)) for k in ("measured", "op", "bound", "control"))
             rows_by_value.setdefault(key, []).append(str(report.get("rank", "—")))
+        removes = declared[claim["id"]].control if claim["id"] in declared else None
         for (measured, op, bound, control), ranks in rows_by_value.items():
             expected = f"{op.strip('`')} {bound}" if claim["reports"] else "—"
+            control = f"{removes.replace('|', '/')}: {control}" if removes else control
             rows.append(
                 f"| `{claim['id']}` | {', '.join(ranks)} | {measured} | {expected} "
-                f"| {control} | {'pass' if claim['passed'] else 'FAIL'} |"
+                f"| {control} | {verdict_text(claim, declared.get(claim['id']))} |"
             )
     details = []
     for claim in found["claims"]:
         details.append(f"- {anchor(claim['id'])}**{claim['id']}**: {claim['statement']}")
-        if declared[claim["id"]].control:
-            details.append(f"    <br>*The control removes:* {declared[claim['id']].control}")
         first = claim["reports"][0] if claim["reports"] else {}
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
             details.append(f"    <br>rank {first['rank']} also measured: {measured}")
-    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if not c["passed"]]
+    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if c["passed"] != c.get("expected_here", True)]
     seconds = found.get("snippet_seconds")
     timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
     body = "\n".join(
@@ -98,6 +106,33 @@ def anchor(claim_id: str) -> str:
     return f'<span id="{study.claim_anchor(claim_id)}"></span>'
 
 
+def releases_block(snippet: str, declared: dict) -> str:
+    """A row per Accelerate release the matrix ran: each claim's outcome, checked against its range."""
+    releases = evidence.across_releases(Path(snippet).name)
+    if not releases:
+        return ""
+    claims = list(declared)
+    header = "| release | " + " | ".join(f"`{claim}`" for claim in claims) + " |"
+    rows = [header, "|---|" + "---|" * len(claims)]
+    for release, found in releases.items():
+        by_claim = {row["claim"]: row for row in found}
+        cells = []
+        for claim in claims:
+            row = by_claim.get(claim)
+            if row is None:
+                cells.append("—")
+                continue
+            mark = {"agrees": " (as declared)", "shown": ""}.get(row["verdict"], f" **MISMATCH: {row['verdict']}**")
+            cells.append(row["outcome"] + mark)
+        rows.append(f"| {release} | " + " | ".join(cells) + " |")
+    ranges = [f"`{c}` {declared[c].since or 'any'} to {declared[c].until or 'now'}" for c in claims
+              if declared[c].since or declared[c].until]  # fmt: skip
+    note = ("Declared release ranges: " + "; ".join(ranges) + ".") if ranges else "No claim here declares a release range."
+    body = "\n".join(["`python -m verify.matrix` ran this proof with the same torch on each release below. " + note,
+                      "", *rows])  # fmt: skip
+    return f'??? abstract "Across Accelerate releases ({len(releases)} run)"\n{indent(body)}'
+
+
 def proof_block(snippet: str, slug: str, declared: dict) -> str:
     path = find_snippet(snippet)
     if not path.exists():
@@ -110,7 +145,8 @@ def proof_block(snippet: str, slug: str, declared: dict) -> str:
     )
     code_block = f'```python title="snippets/{snippet}"\n{code}\n```'
     return "\n\n".join(
-        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug, declared)]
+        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug, declared),
+         releases_block(snippet, declared)]
     )
 
 

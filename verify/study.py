@@ -69,7 +69,7 @@ def proof_status(page: Page) -> tuple[str, str]:
         found = current_evidence(proof.snippet, proof.claims)
         if found is None:
             (skipped if proof.requires == "cuda" else missing).append(proof.snippet)
-        elif all(claim["passed"] for claim in found["claims"]) and found["claims"]:
+        elif found["claims"] and all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"]):
             passed.append(proof.snippet)
         else:
             failed.append(proof.snippet)
@@ -215,7 +215,7 @@ def measured_note(page: Page, claim_id: str) -> str:
         if not claim or not claim["reports"]:
             return ""
         report = claim["reports"][0]
-        verdict = "" if claim["passed"] else " **FAILED**"
+        verdict = "" if claim["passed"] == claim.get("expected_here", True) else " **FAILED**"
         return (
             f" — measured `{show_number(report['measured'])}`, control `{show_number(report['control'])}`"
             f" ({found['date'][:10]}){verdict}"

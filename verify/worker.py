@@ -19,6 +19,7 @@ import sys
 import time
 import traceback
 
+import accelerate
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -29,6 +30,9 @@ from accelerate.state import AcceleratorState, GradientState, PartialState
 def world_state():
     """What the snippet really ran with, as Accelerate and torch.distributed each see it."""
     seen = {"torch_world_size": None, "torch_rank": None, "backend": None}
+    # What the launcher told this process (torchrun's variables): who it is on its node and in the world.
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"):
+        seen["env_" + name.lower()] = int(os.environ[name]) if os.environ.get(name, "").isdigit() else None
     if dist.is_available() and dist.is_initialized():
         seen.update(torch_world_size=dist.get_world_size(), torch_rank=dist.get_rank(), backend=dist.get_backend())
     if PartialState._shared_state != {}:  # a snippet that never made an Accelerator has no accelerate view
@@ -41,6 +45,7 @@ def world_state():
             device=str(state.device),
             mixed_precision=str(getattr(state, "mixed_precision", None)),
         )
+    seen["accelerate_version"] = accelerate.__version__  # the release really imported (the matrix swaps it)
     return seen
 
 
@@ -77,7 +82,10 @@ class FreshProcess:
         torch.set_num_threads(self.num_threads)
         torch.use_deterministic_algorithms(self.deterministic)
         AcceleratorState._reset_state(reset_partial_state=True)
-        GradientState._reset_state()
+        if hasattr(GradientState, "_reset_state"):
+            GradientState._reset_state()
+        else:  # accelerate before 0.18 (the release matrix runs old ones): the singleton is its dict
+            GradientState._shared_state.clear()
         if "torch._dynamo" in sys.modules:
             torch._dynamo.reset()
 

@@ -6,7 +6,8 @@
 #      backend None, i.e. 2 processes that each think they are alone.
 #   2. The single-process default device follows a fixed order of checks (PartialState.default_device):
 #      MPS before CUDA before XPU, CPU last. We fake which accelerators are "available" with
-#      unittest.mock and read the answer. Negative control: take MPS away and CUDA wins.
+#      unittest.mock and read the answer. Negative control: take the winner away and the next one
+#      in the order answers (MPS gone: CUDA; CUDA gone: XPU; XPU gone: CPU).
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/device_follows_environment.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
@@ -54,12 +55,12 @@ def default_device_if(*available):
             patch.stop()
 
 
+# Each step of the order: the winner with every accelerator ranked below it also "available".
+# Control: the same calls with the winner taken away; the next one in the order must answer instead.
+ORDER = [("mps", "cuda", "xpu"), ("cuda", "xpu"), ("xpu",), ()]
 _claims.equal(
     "default_device_checks_mps_then_cuda_then_xpu",
-    measured=default_device_if("mps", "cuda", "xpu"),
-    control=default_device_if("cuda", "xpu"),
-    expected="mps",
-    cuda_and_xpu=default_device_if("cuda", "xpu"),
-    xpu_only=default_device_if("xpu"),
-    nothing=default_device_if(),
+    measured=[default_device_if(*available) for available in ORDER],
+    control=[default_device_if(*available[1:]) for available in ORDER],
+    expected=["mps", "cuda", "xpu", "cpu"],
 )

@@ -2,9 +2,13 @@
 # parameters, their gradients and the Adam state stay float32; only the computation inside
 # forward runs in bfloat16 (torch.autocast), so the activations take half the bytes; the model's
 # output is cast back to float32 (convert_outputs_to_fp32); bf16 needs no GradScaler.
+# The backward is not full precision either: the gradients flowing back through those activations
+# are bfloat16 (backward ops run in the dtype autocast chose for the forward); only the float32
+# parameters' .grad is accumulated in float32.
 # Negative controls: a model cast to bfloat16 (what "half-precision training" would mean) halves
 # the weights; the same model called without accelerate's wrapper (what mixed_precision="no"
-# runs) keeps float32 activations; its raw bf16 output, before the cast back, is bfloat16.
+# runs) keeps float32 activations and float32 gradients in backward; its raw bf16 output, before
+# the cast back, is bfloat16.
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/mixed_precision_bf16_what_stays_fp32.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first; bf16 autocast runs on CPU too)
@@ -26,10 +30,13 @@ inputs = torch.randn(32, 64, device=accelerator.device)
 targets = torch.randn(32, 8, device=accelerator.device)
 
 activations = []  # (dtype, bytes) of every layer output computed inside forward
+backward_dtypes = []  # dtype of the gradient that flows back into each of those outputs in backward
 
 
 def record(module, args, output):
     activations.append((str(output.dtype), output.numel() * output.element_size()))
+    if output.requires_grad:  # autograd calls the hook with d(loss)/d(output) during backward
+        output.register_hook(lambda grad: backward_dtypes.append(str(grad.dtype)))
 
 
 for layer in list(model) + list(plain):
@@ -43,7 +50,9 @@ activations.clear()
 output = model(inputs)
 bf16_activations = list(activations)
 loss = torch.nn.functional.mse_loss(output, targets)
-accelerator.backward(loss)
+backward_dtypes.clear()
+accelerator.backward(loss)  # outside autocast, as it should be
+bf16_backward, bf16_gradients_seen = sorted(set(backward_dtypes)), len(backward_dtypes)
 optimizer.step()
 
 
@@ -69,11 +78,12 @@ _claims.equal(
     scaler=repr(accelerator.scaler),  # None: bf16 has float32's exponent range, no loss scaling needed
 )
 
-# Activations: the same forward without accelerate's autocast wrapper.
+# Activations and backward: the same forward and backward without accelerate's autocast wrapper.
 activations.clear()
-with torch.no_grad():
-    plain(inputs)
+backward_dtypes.clear()
+torch.nn.functional.mse_loss(plain(inputs), targets).backward()
 fp32_activations = list(activations)
+fp32_backward = sorted(set(backward_dtypes))
 activations_bytes = sum(b for _, b in bf16_activations)
 plain_bytes = sum(b for _, b in fp32_activations)
 elements = plain_bytes / 4  # same layers, same shapes: float32 is 4 bytes per element
@@ -88,6 +98,18 @@ _claims.between(
     bf16_activation_bytes=activations_bytes,
     fp32_activation_bytes=plain_bytes,
     saved_ratio=1 - activations_bytes / plain_bytes,
+)
+
+# Backward: autocast is not "forward only". Backward ops run in the dtype autocast chose for the
+# matching forward ops (torch/amp/autocast_mode.py), so the gradients flowing back through the layer
+# outputs are bfloat16 too; only the float32 parameters' .grad is accumulated in float32.
+_claims.equal(
+    "backward_through_activations_is_bf16",
+    measured=bf16_backward,
+    control=fp32_backward,
+    expected=["torch.bfloat16"],
+    layer_output_gradients_seen=bf16_gradients_seen,
+    parameter_grad_dtypes=sorted({str(p.grad.dtype) for p in params}),
 )
 
 # Output: accelerate wraps forward as convert_outputs_to_fp32(autocast(forward)). Inside only the

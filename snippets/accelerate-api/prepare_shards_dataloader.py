@@ -3,9 +3,12 @@
 # wrapping around to the start so every rank steps the same number of times, and, when shuffling,
 # makes every rank draw the SAME permutation by broadcasting rank 0's sampler generator at the start
 # of each epoch (synchronize_rng_states). gather_for_metrics then drops the padding again.
+# With 10 samples, batch 4 and 2 ranks the last round is padded with 6 samples wrapped around from
+# the start (16 seen in all); 2 distinct samples of those end up on both ranks.
 # Negative controls: an unprepared DataLoader gives every rank the whole dataset; a plain gather
 # keeps the padded duplicates; sharding without the generator broadcast mixes two permutations;
-# replaying the same epoch of a seedable sampler repeats its order.
+# replaying the same epoch of a seedable sampler repeats its order; the same source search for the
+# class prepare() really returns (DataLoaderShard) finds it.
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/prepare_shards_dataloader.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
@@ -43,12 +46,13 @@ plain = DataLoader(dataset, batch_size=4)
 prepared = accelerator.prepare(DataLoader(dataset, batch_size=4))
 _claims.equal(
     "each_rank_gets_its_own_shard",
-    measured=overlap(prepared),  # only the wrap-around padding is seen twice
+    measured=overlap(prepared),  # 2 of the 6 wrapped-around padding samples land on both ranks
     control=overlap(plain),  # every rank iterates all 10 samples
     expected=2,
     prepared_type=type(prepared).__name__,
     batches_per_rank=len(prepared),
     samples_seen_by_all_ranks=len(seen(prepared)),
+    padding_samples=len(seen(prepared)) - len(dataset),  # wrapped around from the start
 )
 
 # --- 2. gather_for_metrics drops the padding that gather keeps ---
@@ -104,9 +108,13 @@ def occurrences(word):
     return sum(path.read_text(encoding="utf-8").count(word) for root in roots for path in root.rglob("*.py"))
 
 
+# The same search and lookup, for the handout's name and for the class prepare() really returned above:
+# the control proves the search finds a loader class that does exist.
+real_class = type(prepared).__name__  # "DataLoaderShard"
 _claims.equal(
     "no_dataloader_transforms_api",
-    measured=occurrences("DataLoaderTransforms") + hasattr(accelerate, "DataLoaderTransforms"),
-    control=occurrences("DataLoaderShard") + hasattr(accelerate.data_loader, "DataLoaderShard"),
-    expected=0,
+    measured=[occurrences("DataLoaderTransforms"), hasattr(accelerate, "DataLoaderTransforms")],
+    control=[occurrences(real_class), hasattr(accelerate.data_loader, real_class)],
+    expected=[0, False],
+    control_name=real_class,
 )

@@ -6,10 +6,14 @@
 #      (e.g. for per-rank augmentation). Negative control: without it both ranks draw the same.
 #   3. set_seed does not reach a NumPy Generator made with np.random.default_rng() (fresh OS entropy).
 #      Negative control: the legacy global np.random IS replayed.
+#   4. set_seed seeds Python's own `random` module too. Negative control: another seed before the
+#      second draw.
 #   (Two separate launches giving the same losses is checked by hand on the page, not here.)
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/set_seed_reproducible_runs.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+import random
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -72,10 +76,10 @@ _claims.at_least(
 )
 
 
-def draw_twice(draw):
+def draw_twice(draw, second_seed=42):
     set_seed(42)
     a = draw()
-    set_seed(42)
+    set_seed(second_seed)
     return abs(a - draw())
 
 
@@ -84,4 +88,11 @@ _claims.at_least(
     measured=draw_twice(lambda: np.random.default_rng().random()),
     control=draw_twice(lambda: np.random.random()),
     bound=1e-12,
+)
+
+_claims.equal(
+    "set_seed_seeds_python_random",
+    measured=draw_twice(random.random),  # replayed only if set_seed calls random.seed
+    control=draw_twice(random.random, second_seed=43),
+    expected=0.0,
 )

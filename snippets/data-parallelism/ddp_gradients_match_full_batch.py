@@ -2,8 +2,8 @@
 # gradients, produce the gradient one process computes on the full batch (up to float rounding).
 # Negative control: the same half-batch gradient without the all-reduce differs from it.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_gradients_match_full_batch.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_gradients_match_full_batch.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed

@@ -5,11 +5,15 @@
 #      gradient itself. Negative control: steps under no_sync() leave the replicas different.
 #   3. Weights are broadcast from rank 0 only when DDP is constructed, never by a training step:
 #      a replica nudged after construction stays nudged. Negative control: wrapping it again re-syncs it.
-#   4. Once DDP has settled its buckets (first 2 iterations), a training step runs no rooted collective
-#      (broadcast/reduce/gather/scatter), only all-reduce. Negative control: DDP construction does.
+#   4. Once DDP has settled its buckets (first 2 iterations), a training step of a model WITHOUT buffers
+#      runs no rooted collective (broadcast/reduce/gather/scatter), only all-reduce. Negative control:
+#      DDP construction does.
+#   5. Buffers are the exception: with the default forward_sync_buffers (formerly broadcast_buffers) DDP
+#      broadcasts rank 0's buffers before EVERY forward, so a buffer set differently on each rank after
+#      construction is rank 0's again after one training step. Negative control: forward_sync_buffers=False.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_no_designated_device.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_no_designated_device.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 import copy
 
@@ -85,6 +89,33 @@ nudge_left_after_steps = spread_across_ranks(flat(nudged_model.parameters()))
 torch.nn.parallel.DistributedDataParallel(nudged_model)  # constructing a wrapper broadcasts rank 0's weights
 nudge_left_after_rewrap = spread_across_ranks(flat(nudged_model.parameters()))
 
+
+# 5: a buffer (think BatchNorm's running mean) that differs per rank after construction, then one step.
+def buffer_spread_after_one_step(wrap):
+    set_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(accelerator.device)
+    net.register_buffer("statistic", torch.zeros(4, device=accelerator.device))
+    ddp = wrap(net)
+    with torch.no_grad():
+        net.statistic.fill_(float(rank))  # rank 0 holds 0.0, rank 1 holds 1.0
+    with profile(activities=[ProfilerActivity.CPU]) as one_step:
+        torch.nn.functional.mse_loss(ddp(inputs[0]), targets[0]).backward()
+    return spread_across_ranks(net.statistic), sum(e.name == "c10d::broadcast_" for e in one_step.events())
+
+
+buffer_spread, broadcasts_with_buffer = buffer_spread_after_one_step(accelerator.prepare)  # DDP's defaults
+buffer_spread_no_sync, broadcasts_no_sync = buffer_spread_after_one_step(
+    lambda net: torch.nn.parallel.DistributedDataParallel(net, forward_sync_buffers=False)
+)
+
+_claims.at_most(
+    "buffers_broadcast_from_rank0_every_forward",
+    measured=buffer_spread,
+    control=buffer_spread_no_sync,
+    tolerance=TOLERANCE,
+    broadcasts_in_the_step=broadcasts_with_buffer,
+    broadcasts_in_the_step_without_buffer_sync=broadcasts_no_sync,
+)
 _claims.at_most(
     "same_averaged_grad_on_every_rank",
     measured=spread_across_ranks(first_grad),

@@ -5,10 +5,13 @@
 #   communication: each step all-reduces exactly the gradient bytes, counted by a DDP comm hook
 #           (negative control: under no_sync() nothing is sent);
 #   compute: the FLOPs of forward + backward are split between the ranks, not duplicated
-#           (negative control: each rank running the full batch does twice the work in total).
+#           (negative control: each rank running the full batch does twice the work in total);
+#           but optimizer.step() runs in full on every rank: N ranks do N times the optimizer arithmetic
+#           of one process (negative control: ZeroRedundancyOptimizer, where each rank steps only its
+#           own share of the parameters: the redundancy ZeRO removes).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_replica_and_allreduce_cost.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_replica_and_allreduce_cost.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import copy
 
 import torch
@@ -17,6 +20,8 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 import _claims
@@ -43,18 +48,35 @@ def replica_bytes(module, optimizer):
     return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optimizer": nbytes(state)}
 
 
+class ElementOps(TorchDispatchMode):
+    """Counts the tensor elements every aten op produces: a measure of element-wise arithmetic such as
+    an optimizer's (FlopCounterMode counts only matmuls and convolutions). Collectives are communication
+    and views (detach, view) compute nothing, so neither is counted."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.namespace != "c10d" and not func.is_view:
+            self.elements += sum(t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+        return out
+
+
 def train_step(module, optimizer, x, y):
-    """One forward + backward + step; returns the FLOPs of forward + backward."""
+    """One forward + backward + step; returns the FLOPs of forward + backward and the step's element ops."""
     optimizer.zero_grad()
     with FlopCounterMode(display=False) as counter:
         accelerator.backward(torch.nn.functional.mse_loss(module(x), y))
-    optimizer.step()
-    return counter.get_total_flops()
+    with ElementOps() as step_ops:
+        optimizer.step()
+    return counter.get_total_flops(), step_ops.elements
 
 
 # Reference: ONE process, full batch of 32, plain Adam.
 single_optimizer = torch.optim.Adam(single.parameters())
-single_flops = train_step(single, single_optimizer, inputs, targets)
+single_flops, single_step_ops = train_step(single, single_optimizer, inputs, targets)
 single_bytes = replica_bytes(single, single_optimizer)
 
 # --- data parallel: DDP + Adam, each rank on its 16 samples ---
@@ -71,26 +93,27 @@ def counting_allreduce(state, bucket):
 
 
 ddp_model.register_comm_hook(None, counting_allreduce)
-rank_flops = train_step(ddp_model, optimizer, inputs[half], targets[half])
+rank_flops, rank_step_ops = train_step(ddp_model, optimizer, inputs[half], targets[half])
 rank_bytes = replica_bytes(accelerator.unwrap_model(ddp_model), optimizer)
 step_bytes_sent, buckets = sum(bytes_sent), len(bytes_sent)
 
 # Control for communication: the same step under no_sync (forward inside it) sends nothing.
 bytes_sent.clear()
 with ddp_model.no_sync():
-    full_batch_flops = train_step(ddp_model, optimizer, inputs, targets)  # also the compute control
+    full_batch_flops, _ = train_step(ddp_model, optimizer, inputs, targets)  # also the compute control
 no_sync_bytes_sent = sum(bytes_sent)
 
 # Control for memory: ZeRO-1 keeps only this rank's share of the Adam state.
 zero_model = accelerator.prepare(zero_copy)
 zero_optimizer = ZeroRedundancyOptimizer(zero_copy.parameters(), optimizer_class=torch.optim.Adam)
-train_step(zero_model, zero_optimizer, inputs[half], targets[half])
+_, zero_step_ops = train_step(zero_model, zero_optimizer, inputs[half], targets[half])
 zero_bytes = replica_bytes(zero_copy, zero_optimizer.optim)
 
-# Sum the FLOPs of both ranks (a collective: every rank takes part).
-flops = torch.tensor([rank_flops, full_batch_flops], dtype=torch.float64, device=accelerator.device)
-dist.all_reduce(flops)
-total_flops, total_if_replicated = int(flops[0]), int(flops[1])
+# Sum the work of both ranks (a collective: every rank takes part).
+work = torch.tensor([rank_flops, full_batch_flops, rank_step_ops, zero_step_ops], dtype=torch.float64,
+                    device=accelerator.device)
+dist.all_reduce(work)
+total_flops, total_if_replicated, total_step_ops, total_zero_step_ops = (int(w) for w in work)
 
 grad_bytes = single_bytes["grads"]
 _claims.equal(
@@ -117,4 +140,13 @@ _claims.equal(
     expected=single_flops,
     flops_this_rank=rank_flops,
     samples_this_rank=half.stop - half.start,
+)
+_claims.equal(
+    "optimizer_step_repeated_on_every_rank",
+    measured=total_step_ops,
+    control=total_zero_step_ops,
+    expected=accelerator.num_processes * single_step_ops,
+    single_process_step_element_ops=single_step_ops,
+    this_rank_step_element_ops=rank_step_ops,
+    this_rank_zero_step_element_ops=zero_step_ops,
 )

@@ -4,8 +4,8 @@
 # Negative control: the same 10 steps under no_sync() (no gradient averaging): each rank follows its
 # own half of the data and its weights drift away from the full-batch run.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_training_matches_large_batch.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_training_matches_large_batch.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 import copy
 

@@ -5,8 +5,8 @@
 # co-developers (NVIDIA, AWS/Amazon, Microsoft) appear in no copyright header; unprepared objects
 # keep their plain PyTorch types.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/accelerate_package_provenance.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/foundations/accelerate_package_provenance.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import importlib.metadata
 import pathlib
 import re

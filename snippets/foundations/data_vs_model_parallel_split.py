@@ -5,10 +5,11 @@
 #   - tensor parallel: every rank holds a distinct slice of one Linear layer and sees the SAME
 #     samples; an all_gather of the partial outputs equals the dense layer.
 # Negative controls: an unprepared loader (both ranks read every sample), no_sync (replicas drift
-# apart), and the column-parallel output without the all_gather (half of the features are missing).
+# apart), the same ownership count without the split (every rank keeps all rows, as a replica does),
+# and the column-parallel output without the all_gather (half of the features are missing).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/data_vs_model_parallel_split.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/foundations/data_vs_model_parallel_split.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 
 import torch
@@ -84,12 +85,18 @@ weight_shard = dense.weight.detach()[columns].to(device)  # this rank's output f
 bias_shard = dense.bias.detach()[columns].to(device)
 tp_parameters_per_rank = weight_shard.numel() + bias_shard.numel()
 
-# Which elements of the dense layer does each rank own? Replicas own all of them.
-element_ids = torch.arange(full_parameter_count)
-weight_ids = element_ids[: dense.weight.numel()].view_as(dense.weight)[columns]
-bias_ids = element_ids[dense.weight.numel() :][columns]
-tp_parameter_overlap = overlap_between_ranks(set(weight_ids.flatten().tolist()) | set(bias_ids.tolist()))
-dp_parameter_overlap = overlap_between_ranks(set(range(dp_parameters_per_rank)))
+# Which elements of the dense layer does each rank own? Number every element of the dense layer and
+# take the rows this rank keeps.
+def owned_elements(rows):
+    element_ids = torch.arange(full_parameter_count)
+    weight_ids = element_ids[: dense.weight.numel()].view_as(dense.weight)[rows]
+    bias_ids = element_ids[dense.weight.numel() :][rows]
+    return set(weight_ids.flatten().tolist()) | set(bias_ids.tolist())
+
+
+tp_parameter_overlap = overlap_between_ranks(owned_elements(columns))
+# Control: the same count without the split, every rank keeping all output rows, as a data-parallel replica does.
+dp_parameter_overlap = overlap_between_ranks(owned_elements(slice(0, OUT_FEATURES)))
 
 x = inputs.to(device)  # EVERY rank computes on all 16 samples
 tp_data_overlap = overlap_between_ranks(set(sample_ids.tolist()))

@@ -3,7 +3,9 @@
 # Since 1.0 the data-loader switches (even_batches, use_seedable_sampler, ...) live in
 # DataLoaderConfiguration, no longer in Accelerator(...), so code written for 0.x can fail on 1.x.
 # Negative controls: the handout's "DataLoaderTransforms" is reported missing by the same lookup;
-# Accelerator.__init__ has no even_batches/use_seedable_sampler parameters any more.
+# the same data-loader switches passed through DataLoaderConfiguration take effect, where passed to
+# Accelerator(...) as in 0.x they raise TypeError (even_batches, use_seedable_sampler) or are
+# silently ignored (split_batches).
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/installed_versions_support_page_apis.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
@@ -78,14 +80,29 @@ _claims.equal(
     handout_pin="0.17.1",
 )
 
-# Where even_batches and use_seedable_sampler are accepted now.
-SWITCHES = ["even_batches", "use_seedable_sampler"]
-config_fields = {field.name for field in dataclasses.fields(DataLoaderConfiguration)}
-accelerator_params = set(inspect.signature(Accelerator.__init__).parameters)
+# What 0.x-style code gets on this version: each data-loader switch passed to Accelerator(...) as in
+# 0.x, against the same switch passed through DataLoaderConfiguration (the 1.x route). We read the
+# value that took effect (accelerator.dataloader_config), or the error.
+SWITCHES = {"even_batches": False, "use_seedable_sampler": True, "split_batches": True}  # each off its default
+
+
+def takes_effect(name, value, route):
+    try:
+        if route == "Accelerator(...)":
+            built = Accelerator(**{name: value})
+        else:
+            built = Accelerator(dataloader_config=DataLoaderConfiguration(**{name: value}))
+    except TypeError:
+        return "TypeError"
+    return getattr(built.dataloader_config, name)
+
+
 _claims.equal(
     "dataloader_switches_live_in_dataloader_configuration",
-    measured=[name in config_fields for name in SWITCHES],
-    control=[name in accelerator_params for name in SWITCHES],
-    expected=[True, True],
-    dataloader_configuration_fields=sorted(config_fields),
+    measured=[takes_effect(name, value, "Accelerator(...)") for name, value in SWITCHES.items()],
+    control=[takes_effect(name, value, "DataLoaderConfiguration") for name, value in SWITCHES.items()],
+    expected=["TypeError", "TypeError", False],  # split_batches: accepted, and ignored
+    switches=SWITCHES,
+    dataloader_configuration_fields=sorted(field.name for field in dataclasses.fields(DataLoaderConfiguration)),
+    accelerator_parameters_among_switches=[name for name in SWITCHES if name in inspect.signature(Accelerator.__init__).parameters],
 )

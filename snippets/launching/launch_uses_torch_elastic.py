@@ -6,8 +6,8 @@
 # rank's process keeps its plain name; torch, which Accelerate really uses, is found by the same
 # checks that find no Lightning.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/launch_uses_torch_elastic.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/launch_uses_torch_elastic.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import importlib.metadata
 import os
 import pathlib

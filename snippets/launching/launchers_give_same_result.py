@@ -8,8 +8,8 @@
 # Negative controls: the same function with another seed ends elsewhere; our --multi_gpu launch has 2
 # processes; torchrun's module is not deprecated; with ASCII "--" the command parses as meant.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/launchers_give_same_result.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first; ~6 s: two child launches)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/launchers_give_same_result.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs; ~6 s: two child launches)
 import inspect
 import json
 import os

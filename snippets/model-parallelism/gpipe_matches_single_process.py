@@ -5,8 +5,8 @@
 # Negative controls: keep only one micro-batch's gradient (no accumulation, as if each
 # micro-batch stepped on its own), or never send the activation gradient back to stage 0.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/gpipe_matches_single_process.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/model-parallelism/gpipe_matches_single_process.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import torch
 import torch.distributed as dist
 from accelerate import Accelerator

@@ -1,18 +1,26 @@
 # Gradient accumulation with Accelerate: with gradient_accumulation_steps=4 and
 # `with accelerator.accumulate(model):`, 4 micro-batches of 8 samples per rank (2 ranks) make the
-# same optimizer steps as one process on batches of 64, and DDP all-reduces once per 4 micro-batches.
+# same optimizer steps as one process on batches of 64, DDP all-reduces once per 4 micro-batches,
+# and a prepared LR scheduler steps only on the 4th micro-batch (num_processes times, here 2).
+# The end of a prepared DataLoader closes a short window: 6 micro-batches per rank step after
+# micro-batch 4 and after micro-batch 6, and the short window's loss is still divided by 4.
+# GradientAccumulationPlugin's adjust_scheduler is documented as True by default, but in effect it
+# is False: KwargsHandler.to_kwargs drops fields left at their default and GradientState reads
+# .get("adjust_scheduler", False).
 # Negative controls: loss.backward() instead of accelerator.backward(loss) (the loss is not divided
 # by 4, so the accumulated gradient is 4 times too large); the same loop without accumulate() (an
-# all-reduce and an optimizer step after every micro-batch).
+# all-reduce, an optimizer step and a scheduler step after every micro-batch); a plain DataLoader
+# (no end-of-data signal, so the last 2 micro-batches never step); each micro-batch divided by the
+# length of its own window instead of by 4; the plugin's own field, read before to_kwargs drops it.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/accumulate_matches_big_batch.py
+#   accelerate launch --multi_gpu --num_processes 2 snippets/training-mechanics/accumulate_matches_big_batch.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
 import contextlib
 import copy
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import GradientAccumulationPlugin, set_seed
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -32,11 +40,15 @@ def flat_weights(module):
 
 
 def train(use_accumulate=True, divide_loss=True):
-    """One epoch: 128 samples, 8 micro-batches of 8 per rank. Returns weights, all-reduces, steps."""
+    """One epoch: 128 samples, 8 micro-batches of 8 per rank. Returns weights, all-reduces, steps and
+    the scheduler's step counter after each micro-batch."""
     net = copy.deepcopy(model)  # every run starts from the same weights
     loader = DataLoader(TensorDataset(inputs, targets), batch_size=MICRO_BATCH)  # not shuffled: see below
-    net, optimizer, loader = accelerator.prepare(net, torch.optim.SGD(net.parameters(), lr=LR), loader)
-    allreduces = []
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR)
+    # A constant schedule (factor 1): the LR stays 0.1, and last_epoch counts the scheduler's real steps.
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    net, optimizer, loader, scheduler = accelerator.prepare(net, optimizer, loader, scheduler)
+    allreduces, scheduler_steps = [], []
 
     def counting_hook(state, bucket):  # called once per gradient bucket that DDP all-reduces
         allreduces.append(bucket.index())
@@ -53,8 +65,10 @@ def train(use_accumulate=True, divide_loss=True):
                 loss.backward()
             steps += accelerator.sync_gradients  # AcceleratedOptimizer.step acts only when this is True
             optimizer.step()
+            scheduler.step()  # AcceleratedScheduler.step: returns early unless sync_gradients
             optimizer.zero_grad()
-    return flat_weights(accelerator.unwrap_model(net)), len(allreduces), steps
+        scheduler_steps.append(scheduler.scheduler.last_epoch)
+    return flat_weights(accelerator.unwrap_model(net)), len(allreduces), steps, scheduler_steps, scheduler
 
 
 # Reference: ONE process, plain SGD on batches of 64. The prepared loader deals batch i to rank i % 2,
@@ -67,9 +81,9 @@ for window in range(128 // 64):
     sgd.step()
     sgd.zero_grad()
 
-accumulated, allreduces, steps = train()
-undivided, _, _ = train(divide_loss=False)
-every_batch, allreduces_without, steps_without = train(use_accumulate=False)
+accumulated, allreduces, steps, scheduler_steps, scheduler = train()
+undivided = train(divide_loss=False)[0]
+every_batch, allreduces_without, steps_without, scheduler_steps_without, _ = train(use_accumulate=False)
 
 _claims.at_most(
     "accumulated_steps_match_big_batch",
@@ -88,4 +102,79 @@ _claims.equal(
     optimizer_steps_with_accumulate=steps,
     optimizer_steps_without=steps_without,
     max_weight_diff_without_accumulate=(every_batch - flat_weights(reference)).abs().max().item(),
+)
+# The wrapped scheduler's last_epoch after each micro-batch: it moves only on the 4th, and then by
+# num_processes (2), because each rank's step counts as one single-process batch per rank.
+_claims.equal(
+    "scheduler_steps_only_when_optimizer_steps",
+    measured=scheduler_steps,
+    control=scheduler_steps_without,
+    expected=[0, 0, 0, 2, 2, 2, 2, 4],
+    scheduler_step_count=scheduler.scheduler._step_count,  # 1 at creation + 4 real steps, no extra bumps
+)
+
+# adjust_scheduler: the plugin's field says True, GradientState reads what to_kwargs kept.
+_claims.equal(
+    "adjust_scheduler_is_off_in_effect",
+    measured=accelerator.gradient_state.adjust_scheduler,
+    control=GradientAccumulationPlugin(num_steps=ACCUMULATION).to_dict().get("adjust_scheduler", False),
+    expected=False,
+    plugin_kwargs=accelerator.gradient_state.plugin_kwargs,
+    explicit_true_kept=GradientAccumulationPlugin(num_steps=ACCUMULATION, adjust_scheduler=True).to_kwargs(),
+)
+
+
+# --- A short last window: 96 samples, so 6 micro-batches per rank with k = 4 ---
+def short_epoch(prepared=True, divide_by_window=False):
+    """Micro-batches after which the weights changed (the optimizer really stepped), and the weights."""
+    net = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR)
+    if prepared:  # batch i to rank i % 2: 12 batches, 6 per rank, the prepared loader flags the last one
+        loader = DataLoader(TensorDataset(inputs[:96], targets[:96]), batch_size=MICRO_BATCH)
+        net, optimizer, loader = accelerator.prepare(net, optimizer, loader)
+    else:  # control: 6 micro-batches per rank from a plain DataLoader, which tells Accelerate nothing
+        loader = DataLoader(TensorDataset(inputs[:48], targets[:48]), batch_size=MICRO_BATCH)
+        net, optimizer = accelerator.prepare(net, optimizer)
+    stepped = []
+    for micro_batch, (x, y) in enumerate(loader, start=1):
+        before = flat_weights(accelerator.unwrap_model(net))
+        with accelerator.accumulate(net):
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            if divide_by_window:  # control: divide by the window's real length (4, then 2), not by 4
+                loss = loss * ACCUMULATION / (ACCUMULATION if micro_batch <= ACCUMULATION else 2)
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+        if not torch.equal(before, flat_weights(accelerator.unwrap_model(net))):
+            stepped.append(micro_batch)
+    return stepped, flat_weights(accelerator.unwrap_model(net))
+
+
+# One process: a step on samples 0-63, then a step on samples 64-95 with HALF the mean gradient
+# (2 micro-batches per rank, each divided by 4: 2/4 of their mean).
+short_reference = copy.deepcopy(model)
+sgd = torch.optim.SGD(short_reference.parameters(), lr=LR)
+for rows, scale in ((slice(0, 64), 1.0), (slice(64, 96), 2 / ACCUMULATION)):
+    (scale * torch.nn.functional.mse_loss(short_reference(inputs[rows]), targets[rows])).backward()
+    sgd.step()
+    sgd.zero_grad()
+
+short_steps, short_weights = short_epoch()
+_, per_window_weights = short_epoch(divide_by_window=True)
+plain_steps, _ = short_epoch(prepared=False)  # last: it leaves a window open ...
+accelerator.step = 0  # ... so close it by hand, as the end of a prepared DataLoader would
+accelerator.gradient_state._set_sync_gradients(True)
+
+_claims.equal(
+    "end_of_dataloader_closes_short_window",
+    measured=short_steps,
+    control=plain_steps,
+    expected=[4, 6],
+    micro_batches_per_rank=6,
+)
+_claims.at_most(
+    "short_window_loss_still_divided_by_k",
+    measured=(short_weights - flat_weights(short_reference)).abs().max().item(),
+    control=(per_window_weights - flat_weights(short_reference)).abs().max().item(),
+    tolerance=TOLERANCE,
 )

@@ -1,0 +1,87 @@
+# Collecting predictions of different lengths: rank 0 generated 3 tokens, rank 1 generated 5.
+# accelerator.gather() concatenates equal-shaped tensors; with unequal shapes gloo's all_gather breaks
+# (one process aborts, the other errors or keeps wrong numbers), so that control runs in 2 forked
+# children with their own process group and a hard time limit. accelerator.pad_across_processes()
+# first pads every rank's tensor to the longest length (here with -100), then gather works and the
+# padding is stripped again. With ACCELERATE_DEBUG_MODE (PartialState().debug) gather checks the shapes first
+# and raises a readable error on every rank instead.
+# Negative controls: the same gather without pad_across_processes.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/data-and-evaluation/pad_across_processes_then_gather.py
+import torch
+from accelerate import Accelerator, PartialState
+from accelerate.utils.operations import DistributedOperationException
+
+import _claims
+from _forked_pair import run_pair
+
+PAD = -100  # a value no real token id takes, so the padding can be found and dropped
+accelerator = Accelerator()
+
+
+def predictions(rank):
+    """What rank r 'generated': 3 + 2r token ids (rank 0: 3 tokens, rank 1: 5)."""
+    return torch.arange(3 + 2 * rank) + 10 * (rank + 1)
+
+
+def collect(rank, pad):
+    """Gather every rank's predictions; return how many ranks' sequences come back exactly."""
+    mine = predictions(rank)
+    if pad:
+        mine = accelerator.pad_across_processes(mine, dim=0, pad_index=PAD)  # to the longest length: 5
+    gathered = accelerator.gather(mine[None])  # one row per rank: shape (2, 5)
+    rows = [row[row != PAD] for row in gathered]  # strip the padding again
+    return sum(torch.equal(row, predictions(r)) for r, row in enumerate(rows)), gathered.tolist()
+
+
+# --- 1. in the launched ranks: pad, gather, strip ---
+recovered, gathered = collect(accelerator.process_index, pad=True)
+
+# --- 2. debug mode: gather checks the shapes first and raises on every rank ---
+state = PartialState()
+debug = state.debug
+errors = {}
+try:
+    state.debug = True  # what ACCELERATE_DEBUG_MODE=1 sets; restored below
+    for label, tensor in (
+        ("unpadded", predictions(accelerator.process_index)),
+        ("padded", accelerator.pad_across_processes(predictions(accelerator.process_index), pad_index=PAD)),
+    ):
+        try:
+            accelerator.gather(tensor)
+            errors[label] = 0
+        except DistributedOperationException as error:
+            errors[label] = 1
+            errors[label + "_message"] = " ".join(str(error).split())[-120:]
+finally:
+    state.debug = debug
+_claims.equal(
+    "debug_mode_names_the_shape_mismatch",
+    measured=errors["unpadded"],  # raised before any data moved
+    control=errors["padded"],  # the same check on padded tensors passes
+    expected=1,
+    message=errors.get("unpadded_message"),
+)
+
+
+# --- 3. without padding the gather itself breaks: shown in forked children, never in the launched ranks ---
+def gather_in_child(pad):
+    return lambda rank: collect(rank, pad)[0]  # in the child, `rank` is the child's own rank
+
+
+if accelerator.is_main_process:
+    padded, padded_codes = run_pair(gather_in_child(pad=True), time_limit=20.0)
+    unpadded, unpadded_codes = run_pair(gather_in_child(pad=False), time_limit=20.0)
+    _claims.equal(
+        "pad_then_gather_recovers_every_sequence",
+        measured=sum(value for status, value in padded.values() if status == "finished"),  # sequences recovered
+        control=sum(value for status, value in unpadded.values() if status == "finished"),  # no padding
+        expected=4,  # 2 children x 2 sequences each
+        launched_ranks_recovered=recovered,
+        launched_ranks_gathered=gathered,
+        with_padding={str(rank): value for rank, value in sorted(padded.items())},
+        without_padding={str(rank): value for rank, value in sorted(unpadded.items())},
+        exit_codes_without_padding=unpadded_codes,
+    )
+accelerator.wait_for_everyone()

@@ -1,0 +1,72 @@
+# Distributed inference with accelerator.split_between_processes on 2 ranks.
+#   * 7 prompts are cut into CONTIGUOUS chunks: rank 0 gets prompts 0-3, rank 1 gets 4-6. gather_object
+#     concatenates the per-rank result lists in rank order, so the results come back in prompt order.
+#     A strided split (prompt i to rank i % 2, how prepare() and DistributedSampler deal samples)
+#     gathered the same way comes back out of order.
+#   * Tensors: with apply_padding=True every rank gets 4 rows (the last input repeated), so gather()
+#     can concatenate them; drop the padded row and the 7 outputs equal one process running all 7.
+# Negative controls: a strided split (for the order); no apply_padding (unequal row counts).
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/data-and-evaluation/split_between_processes_inference.py
+import torch
+from accelerate import Accelerator
+from accelerate.utils import gather_object
+
+import _claims
+
+accelerator = Accelerator()
+rank, world = accelerator.process_index, accelerator.num_processes
+prompts = [f"prompt {i}" for i in range(7)]
+
+
+def generate(prompt):  # stands in for a model call; the result names the prompt it answered
+    return prompt.upper()
+
+
+# --- 1. strings: contiguous chunks, gathered back in order ---
+with accelerator.split_between_processes(prompts) as my_prompts:
+    chunk = list(my_prompts)
+    results = [generate(p) for p in my_prompts]
+in_order = gather_object(results)  # list of rank 0's results, then rank 1's
+strided = gather_object([generate(p) for p in prompts[rank::world]])  # control: prompt i to rank i % 2
+expected = [generate(p) for p in prompts]  # one process, all prompts
+_claims.equal(
+    "gathered_results_keep_prompt_order",
+    measured=in_order == expected,
+    control=strided == expected,
+    expected=True,
+    my_prompts=chunk,
+    gathered=in_order,
+    strided_gathered=strided,
+)
+
+# --- 2. tensors: apply_padding makes the shapes equal so gather() works ---
+torch.manual_seed(0)
+model = torch.nn.Linear(3, 2)  # the same weights on both ranks (same seed)
+inputs = torch.randn(7, 3)
+with torch.no_grad():
+    reference = model(inputs)  # one process, all 7 rows
+    with accelerator.split_between_processes(inputs, apply_padding=True) as rows:
+        padded_rows = len(rows)
+        outputs = accelerator.gather(model(rows.to(accelerator.device)))[: len(inputs)]  # drop the padded row
+    with accelerator.split_between_processes(inputs) as rows:
+        unpadded_rows = len(rows)
+    # Control for the order: rows dealt i -> rank i % 2, padded to equal length, gathered the same way.
+    strided_rows = accelerator.pad_across_processes(inputs[rank::world].to(accelerator.device))
+    strided_outputs = accelerator.gather(model(strided_rows))[: len(inputs)]
+row_counts = gather_object([padded_rows])
+row_counts_unpadded = gather_object([unpadded_rows])
+_claims.equal(
+    "apply_padding_gives_equal_row_counts",
+    measured=row_counts,
+    control=row_counts_unpadded,  # [4, 3]: accelerator.gather could not concatenate these
+    expected=[4, 4],
+)
+_claims.at_most(
+    "gathered_outputs_match_one_process",
+    measured=(outputs.cpu() - reference).abs().max().item(),
+    control=(strided_outputs.cpu() - reference).abs().max().item(),  # strided split: rows out of order
+    tolerance=1e-6,
+    gathered_rows=len(outputs),
+)

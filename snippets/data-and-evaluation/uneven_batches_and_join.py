@@ -1,0 +1,128 @@
+# Uneven data on 2 ranks: 10 samples in batches of 4 make 3 batches, which 2 ranks cannot share evenly.
+#   * even_batches=True (the default) pads the last round with samples from the start: 2 steps per rank;
+#     even_batches=False gives rank 0 two steps and rank 1 one.
+#   * accelerator.join_uneven_inputs() only acts on multi-GPU-type runs (Accelerator.multi_device): on a
+#     multi-CPU run it warns and does nothing, not even its even_batches override. Forcing the multi-GPU
+#     branch shows what it does there: the override, and torch's Join around the loop.
+#   * torch's Join lets a rank that ran out of batches shadow the other's all-reduces, so both finish;
+#     without it, the rank with the extra batch fails in its all-reduce (here at once, because the other
+#     process has exited; run in 2 forked children with their own process group and a hard time limit).
+# Negative controls: even_batches=False; the multi-GPU branch of join_uneven_inputs; no Join.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/data-and-evaluation/uneven_batches_and_join.py
+import contextlib
+import warnings
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DataLoaderConfiguration
+from torch.distributed.algorithms import Join
+from torch.utils.data import DataLoader
+
+import _claims
+from _forked_pair import run_pair
+
+accelerator = Accelerator()  # even_batches=True by default (DataLoaderConfiguration)
+dataset = torch.arange(10, dtype=torch.float32).unsqueeze(1)  # 10 samples of 1 feature
+
+
+def local_epoch(loader, body=lambda batch: None):
+    """Iterate one epoch on this rank; return its step count and the samples it saw."""
+    steps, seen = 0, []
+    for batch in loader:
+        body(batch)
+        steps += 1
+        seen += batch.flatten().int().tolist()
+    return steps, seen
+
+
+def steps_per_rank(acc, loader):
+    """[steps of rank 0, steps of rank 1] and the samples this rank saw."""
+    steps, seen = local_epoch(loader)
+    return acc.gather(torch.tensor([steps], device=acc.device)).tolist(), seen
+
+
+# --- 1. even_batches: padded to equal step counts, or not ---
+even_steps, even_seen = steps_per_rank(accelerator, accelerator.prepare(DataLoader(dataset, batch_size=4)))
+uneven_acc = Accelerator(dataloader_config=DataLoaderConfiguration(even_batches=False))
+uneven_steps, uneven_seen = steps_per_rank(uneven_acc, uneven_acc.prepare(DataLoader(dataset, batch_size=4)))
+_claims.equal(
+    "even_batches_pads_to_equal_steps",
+    measured=even_steps,
+    control=uneven_steps,  # even_batches=False
+    expected=[2, 2],
+    samples_seen_padded=even_seen,
+    samples_seen_unpadded=uneven_seen,
+)
+
+# --- 2. join_uneven_inputs on a multi-CPU run: a warning, and no effect ---
+model = torch.nn.Linear(1, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+model, optimizer, loader = accelerator.prepare(model, optimizer, DataLoader(dataset, batch_size=4))
+
+
+def train_step(batch):
+    accelerator.backward(model(batch).pow(2).mean())
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def epoch_under_join_uneven_inputs():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with accelerator.join_uneven_inputs([model], even_batches=False):  # asks for uneven batches + Join
+            steps, _ = local_epoch(loader, train_step)
+    # Count the steps only after the context: a collective inside it would pair with the other
+    # rank's gradient all-reduce.
+    steps = accelerator.gather(torch.tensor([steps], device=accelerator.device)).tolist()
+    return steps, [str(w.message) for w in caught if "join" in str(w.message).lower()]
+
+
+cpu_steps, cpu_warnings = epoch_under_join_uneven_inputs()
+multi_device = Accelerator.multi_device  # a property: True only for MULTI_GPU, MULTI_NPU, MULTI_XPU, ...
+try:
+    Accelerator.multi_device = property(lambda self: True)  # take the branch a multi-GPU run takes
+    gpu_branch_steps, _ = epoch_under_join_uneven_inputs()  # even_batches overridden AND Join enabled
+finally:
+    Accelerator.multi_device = multi_device
+_claims.equal(
+    "join_uneven_inputs_is_a_noop_on_cpu",
+    measured=cpu_steps,  # the override was ignored: still padded, 2 steps each
+    control=gpu_branch_steps,  # the multi-GPU branch: unpadded 2 and 1, both ranks finished thanks to Join
+    expected=[2, 2],
+    distributed_type=str(accelerator.distributed_type),
+    warning=cpu_warnings[:1],
+)
+
+
+# --- 3. torch's Join (what join_uneven_inputs enters on GPUs) lets uneven ranks finish ---
+def uneven_training(use_join):
+    def per_rank(rank):
+        torch.manual_seed(0)  # same initial weights on both ranks (DDP broadcasts rank 0's anyway)
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+        sgd = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        my_batches = [dataset[0:4], dataset[8:10]] if rank == 0 else [dataset[4:8]]  # 2 batches vs 1
+        with Join([ddp]) if use_join else contextlib.nullcontext():
+            for batch in my_batches:
+                ddp(batch).pow(2).mean().backward()  # DDP all-reduces the gradients here
+                sgd.step()
+                sgd.zero_grad()
+        return {"steps": len(my_batches), "weight": ddp.module.weight.item()}
+
+    return run_pair(per_rank, time_limit=20.0)
+
+
+if accelerator.is_main_process:  # one pair of forked children is enough; rank 1 only waits below
+    joined, joined_codes = uneven_training(use_join=True)
+    unjoined, unjoined_codes = uneven_training(use_join=False)
+    _claims.equal(
+        "join_lets_uneven_ranks_finish",
+        measured=sum(status == "finished" for status, _ in joined.values()),
+        control=sum(status == "finished" for status, _ in unjoined.values()),  # no Join
+        expected=2,
+        with_join={str(rank): value for rank, value in sorted(joined.items())},
+        without_join={str(rank): value for rank, value in sorted(unjoined.items())},
+        exit_codes=[joined_codes, unjoined_codes],
+    )
+accelerator.wait_for_everyone()

@@ -1,0 +1,148 @@
+# What `accelerate launch --use_fsdp` really gives you on a CPU-only machine (Accelerate 1.15).
+# We build the exact environment the launcher would hand its processes (its own argument parser and
+# prepare_multi_gpu_env, no child launch), then create the Accelerator the script would create:
+#   --fsdp_version 2: no error, no warning, distributed_type MULTI_CPU, prepare() wraps the model in DDP:
+#                     every rank holds the full model. AcceleratorState turns FSDP on only for GPU-like
+#                     types. The same with Accelerator(fsdp_plugin=FullyShardedDataParallelPlugin(...)).
+#   --fsdp_version 1: FullyShardedDataParallelPlugin() raises, because the launcher defaults
+#                     FSDP_SYNC_MODULE_STATES=true and that needs a CUDA/XPU/... device.
+# Negative controls: torch's own fully_shard on the same two CPU ranks (FSDPSequential, half the
+# parameters each); the version-1 environment with FSDP_SYNC_MODULE_STATES and
+# FSDP_CPU_RAM_EFFICIENT_LOADING false (no error).
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/accelerate_fsdp_on_cpu.py
+import contextlib
+import copy
+import logging
+import os
+import warnings
+
+import torch
+from accelerate import Accelerator
+from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+from accelerate.state import AcceleratorState
+from accelerate.utils import FullyShardedDataParallelPlugin
+from accelerate.utils.launch import prepare_multi_gpu_env
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import DTensor
+
+import _claims
+
+accelerator = Accelerator()  # the harness's state: MULTI_CPU, gloo, 2 ranks
+world = accelerator.num_processes
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4))
+elements = sum(p.numel() for p in model.parameters())
+
+
+def launcher_env(version):
+    """The FSDP variables `accelerate launch --use_fsdp --fsdp_version N` exports to each process."""
+    argv = ["--use_fsdp", "--fsdp_version", str(version), "--num_processes", str(world), "train.py"]
+    args, _, _ = _validate_launch_command(launch_command_parser().parse_args(argv))
+    env = prepare_multi_gpu_env(args)
+    return {key: value for key, value in env.items() if key.startswith(("FSDP_", "ACCELERATE_USE_FSDP"))}
+
+
+def share_held(net):
+    """Fraction of the model's elements this rank stores."""
+    return sum((p.to_local() if isinstance(p, DTensor) else p).numel() for p in net.parameters()) / elements
+
+
+@contextlib.contextmanager
+def messages_about_fsdp(found):
+    """Collect the warnings and log records (WARNING or worse) emitted inside that mention FSDP."""
+    collected = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            collected.append(record.getMessage())
+
+    handler = Collect(logging.WARNING)
+    logging.getLogger().addHandler(handler)  # accelerate's and torch's loggers propagate to the root
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        collected.extend(str(caught_warning.message) for caught_warning in caught)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        found.extend(message for message in collected if "fsdp" in message.lower() or "shard" in message.lower())
+
+
+def accelerator_under(env, **kwargs):
+    """A fresh Accelerator in this process, as a launched script would make it under `env`."""
+    AcceleratorState._reset_state(reset_partial_state=False)  # keep the process group, rebuild the state
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        return Accelerator(**kwargs), None
+    except Exception as error:  # noqa: BLE001  the error is what we measure
+        return None, f"{type(error).__name__}: {error}"
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+env_v2, env_v1 = launcher_env(2), launcher_env(1)
+
+# --- version 2: silently plain DDP ------------------------------------------------------------------
+v2_messages = []
+with messages_about_fsdp(v2_messages):
+    acc_v2, error_v2 = accelerator_under(env_v2)
+    prepared = acc_v2.prepare(copy.deepcopy(model))
+v2_type, v2_wrapper = str(acc_v2.distributed_type).split(".")[-1], type(prepared).__name__
+v2_share = share_held(prepared)
+
+# the same with a plugin object in code, not the launcher
+plugin_messages = []
+with messages_about_fsdp(plugin_messages):
+    acc_plugin, error_plugin = accelerator_under({}, fsdp_plugin=FullyShardedDataParallelPlugin(fsdp_version=2))
+    prepared_plugin = acc_plugin.prepare(copy.deepcopy(model))
+plugin_type = str(acc_plugin.distributed_type).split(".")[-1]
+plugin_wrapper, plugin_share = type(prepared_plugin).__name__, share_held(prepared_plugin)
+
+# --- version 1: the plugin built from the launcher's environment raises ------------------------------
+_, error_v1 = accelerator_under(env_v1)
+# cpu_ram_efficient_loading (also a launcher default) would force sync_module_states back on
+_, error_v1_no_sync = accelerator_under(
+    {**env_v1, "FSDP_SYNC_MODULE_STATES": "false", "FSDP_CPU_RAM_EFFICIENT_LOADING": "false"}
+)
+AcceleratorState._reset_state(reset_partial_state=False)
+Accelerator()  # leave the plain state behind, as we found it
+
+# --- control: torch's FSDP2 on the same CPU ranks does shard ------------------------------------------
+torch_messages = []
+with messages_about_fsdp(torch_messages):
+    torch_fsdp = copy.deepcopy(model)
+    fully_shard(torch_fsdp, mesh=init_device_mesh("cpu", (world,)))
+# the same four measurements: the ranks' distributed type, the wrapper, the share held, FSDP messages
+control = [str(accelerator.distributed_type).split(".")[-1], type(torch_fsdp).__name__,
+           round(share_held(torch_fsdp), 3), len(torch_messages)]  # fmt: skip
+
+_claims.equal(
+    "fsdp2_request_runs_as_ddp_on_cpu",
+    measured=[v2_type, v2_wrapper, round(v2_share, 3), len(v2_messages)],  # len: warnings/logs about FSDP
+    control=control,
+    expected=["MULTI_CPU", "DistributedDataParallel", 1.0, 0],
+    launcher_env=env_v2,
+    error=error_v2,
+    messages=v2_messages,
+)
+_claims.equal(
+    "fsdp2_plugin_in_code_runs_as_ddp_on_cpu",
+    measured=[plugin_type, plugin_wrapper, round(plugin_share, 3), len(plugin_messages)],
+    control=control,
+    expected=["MULTI_CPU", "DistributedDataParallel", 1.0, 0],
+    error=error_plugin,
+    messages=plugin_messages,
+)
+_claims.equal(
+    "fsdp1_launch_env_errors_on_cpu",
+    measured=error_v1 is not None and "no available devices" in error_v1,
+    control=error_v1_no_sync is not None and "no available devices" in error_v1_no_sync,
+    expected=True,
+    error=error_v1,
+    launcher_sync_module_states=env_v1.get("FSDP_SYNC_MODULE_STATES"),
+    launcher_cpu_ram_efficient_loading=env_v1.get("FSDP_CPU_RAM_EFFICIENT_LOADING"),
+    error_without_sync=error_v1_no_sync,
+)

@@ -1,0 +1,120 @@
+# Gradient accumulation under FSDP2: `set_requires_gradient_sync(False)` (FSDP1's `no_sync`) skips the
+# reduce-scatter for the first k-1 micro-batches, and the k-th one reduces the summed gradient once.
+# The steps equal one process on the big batch. The price: between micro-batches every rank holds the
+# UNSHARDED gradient (the whole model's worth), instead of its half after a reduce-scatter.
+# Negative controls: the same loop syncing every micro-batch (k reduce-scatters, half-size gradients);
+# the loss not divided by k (a k-times too large step).
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_accumulation_no_sync.py
+import contextlib
+import copy
+
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.tensor import DTensor
+
+import _claims
+
+K, MICRO, LR = 4, 4, 0.1  # 4 micro-batches of 4 samples per rank, 2 ranks: one step on 32 samples
+accelerator = Accelerator()
+rank, world = accelerator.process_index, accelerator.num_processes
+mesh = init_device_mesh("cpu", (world,))
+set_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+inputs, targets = torch.randn(K * MICRO * world, 16), torch.randn(K * MICRO * world, 1)
+elements = sum(p.numel() for p in model.parameters())
+
+
+@contextlib.contextmanager
+def count_reduce_scatters(counter):
+    original = dist.reduce_scatter_single  # what FSDP2's default ReduceScatter calls
+
+    def counted(*args, **kwargs):
+        counter.append(1)
+        return original(*args, **kwargs)
+
+    dist.reduce_scatter_single = counted
+    try:
+        yield
+    finally:
+        dist.reduce_scatter_single = original
+
+
+def held_gradient_elements(net):
+    """Gradient elements this rank stores right now: sharded .grad plus FSDP's unsharded accumulation."""
+    held = 0
+    for module in net.modules():
+        if isinstance(module, FSDPModule):
+            for group in module._get_fsdp_state()._fsdp_param_groups:  # private: FSDP2's parameter groups
+                for fsdp_param in group.fsdp_params:
+                    unsharded = fsdp_param._unsharded_param  # the full tensor used in forward/backward
+                    held += unsharded.grad.numel() if unsharded.grad is not None else 0
+                    if fsdp_param.unsharded_accumulated_grad is not None:
+                        held += fsdp_param.unsharded_accumulated_grad.numel()
+                    sharded_grad = fsdp_param.sharded_param.grad
+                    held += sharded_grad.to_local().numel() if sharded_grad is not None else 0
+    return held
+
+
+def full_weights(net):
+    return torch.cat([(p.full_tensor() if isinstance(p, DTensor) else p).detach().flatten() for p in net.parameters()])
+
+
+def train(skip_sync=True, divide=True):
+    net = copy.deepcopy(model)
+    fully_shard(net[0], mesh=mesh)
+    fully_shard(net[2], mesh=mesh)
+    fully_shard(net, mesh=mesh)
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR)
+    reduce_scatters, held_after_first = [], None
+    my_samples = slice(rank * K * MICRO, (rank + 1) * K * MICRO)
+    xs, ys = inputs[my_samples].chunk(K), targets[my_samples].chunk(K)
+    with count_reduce_scatters(reduce_scatters):
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            last = i == K - 1
+            net.set_requires_gradient_sync(last or not skip_sync)  # FSDP2's no_sync
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            (loss / K if divide else loss).backward()
+            if i == 0:
+                held_after_first = held_gradient_elements(net)
+    optimizer.step()  # one step per window
+    return full_weights(net), len(reduce_scatters), held_after_first
+
+
+# Reference: one process, one SGD step on all 32 samples
+reference = copy.deepcopy(model)
+torch.nn.functional.mse_loss(reference(inputs), targets).backward()
+torch.optim.SGD(reference.parameters(), lr=LR).step()
+reference_weights = torch.cat([p.detach().flatten() for p in reference.parameters()])
+
+accumulated, rs_no_sync, held_no_sync = train()
+synced, rs_every, held_every = train(skip_sync=False)
+undivided, _, _ = train(divide=False)
+
+_claims.at_most(
+    "no_sync_accumulation_matches_big_batch",
+    measured=(accumulated - reference_weights).abs().max().item(),
+    control=(undivided - reference_weights).abs().max().item(),  # loss not divided by k
+    tolerance=1e-6,
+    synced_every_micro_batch_diff=(synced - reference_weights).abs().max().item(),
+)
+_claims.equal(
+    "no_sync_reduces_once_per_window",
+    measured=rs_no_sync,
+    control=rs_every,  # sync on every micro-batch
+    expected=2,  # 2 FSDP units with parameters, one reduce-scatter each, once per window
+    micro_batches=K,
+)
+_claims.at_least(
+    "no_sync_holds_unsharded_gradients",
+    measured=held_no_sync / elements,  # gradient elements held between micro-batches / model elements
+    control=held_every / elements,  # synced: only this rank's shard of the gradient
+    bound=0.99,
+    model_elements=elements,
+    held_elements_no_sync=held_no_sync,
+    held_elements_synced=held_every,
+)

@@ -1,0 +1,206 @@
+# What each rank holds under DDP and under ZeRO stages 1, 2 and 3, measured in bytes after one Adam
+# step of the same tiny MLP on 2 ranks:
+#   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full on every rank
+#   ZeRO-1  torch.distributed.optim.ZeroRedundancyOptimizer: the Adam states are split between ranks
+#   ZeRO-2  gradients split too: reduce-scatter instead of all-reduce, Adam on this rank's flat slice,
+#           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's
+#   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
+# Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 step, the
+# same step with the reduce-scatter replaced by this rank's own gradient.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/zero_stages_bytes_per_rank.py
+import copy
+
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.distributed.tensor import DTensor
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import _claims
+
+accelerator = Accelerator()
+rank, world = accelerator.process_index, accelerator.num_processes
+set_seed(0)  # same initial weights on both ranks
+model = torch.nn.Sequential(
+    torch.nn.Linear(32, 128), torch.nn.Tanh(), torch.nn.Linear(128, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2)
+)
+inputs, targets = torch.randn(16, 32), torch.randn(16, 2)
+my_rows = slice(rank * 8, rank * 8 + 8)  # each rank trains on its half of the batch
+
+
+def nbytes(tensor):
+    """Bytes this rank really stores: for a sharded DTensor, only the local shard."""
+    if isinstance(tensor, DTensor):
+        tensor = tensor.to_local()
+    return tensor.numel() * tensor.element_size()
+
+
+def state_bytes(optimizer):
+    """Bytes of every tensor in an optimizer's per-parameter state (Adam: exp_avg, exp_avg_sq, step)."""
+    return sum(nbytes(v) for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))
+
+
+def one_step(net, optimizer):
+    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    optimizer.step()
+
+
+# --- Reference: ONE process, no distribution: what one full copy of each part weighs -------------
+single = copy.deepcopy(model)
+single_adam = torch.optim.Adam(single.parameters(), lr=1e-3)
+torch.nn.functional.mse_loss(single(inputs), targets).backward()
+single_adam.step()
+full_copy = {
+    "params": sum(nbytes(p) for p in single.parameters()),
+    "grads": sum(nbytes(p.grad) for p in single.parameters()),
+    "optimizer": state_bytes(single_adam),
+}
+
+# --- DDP: a full replica of everything on every rank -------------------------------------------
+ddp = DDP(copy.deepcopy(model))
+adam = torch.optim.Adam(ddp.parameters(), lr=1e-3)
+one_step(ddp, adam)
+ddp_bytes = {
+    "params": sum(nbytes(p) for p in ddp.parameters()),
+    "grads": sum(nbytes(p.grad) for p in ddp.parameters()),
+    "optimizer": state_bytes(adam),
+}
+
+# --- ZeRO-1: DDP for the gradients, but each rank keeps Adam states only for its own parameters ---
+zero1 = DDP(copy.deepcopy(model))
+zero1_adam = ZeroRedundancyOptimizer(zero1.parameters(), optimizer_class=torch.optim.Adam, lr=1e-3)
+one_step(zero1, zero1_adam)  # after its local step, each rank broadcasts the parameters it owns
+zero1_bytes = {
+    "params": sum(nbytes(p) for p in zero1.parameters()),
+    "grads": sum(nbytes(p.grad) for p in zero1.parameters()),
+    "optimizer": state_bytes(zero1_adam.optim),  # .optim is the local Adam over this rank's partition
+}
+zero1_elements = sum(p.numel() for group in zero1_adam.optim.param_groups for p in group["params"])
+
+
+# --- ZeRO-2: flat gradient REDUCE-SCATTERED, each rank updates its slice, then ALL-GATHER -------
+def zero2_step(reduce_scatter=True):
+    """One ZeRO-2 step, written out; reduce_scatter=False keeps this rank's own gradient slice (control)."""
+    net = copy.deepcopy(model)
+    flat = torch.nn.utils.parameters_to_vector(net.parameters()).detach()
+    shard_size = -(-flat.numel() // world)  # pad so the flat vector splits evenly
+    padded = torch.zeros(shard_size * world)
+    padded[: flat.numel()] = flat
+    master_shard = torch.nn.Parameter(padded[rank * shard_size : (rank + 1) * shard_size].clone())  # my slice only
+    adam_on_slice = torch.optim.Adam([master_shard], lr=1e-3)  # optimizer states exist for my slice only
+    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    full_grad = torch.zeros(shard_size * world)
+    full_grad[: flat.numel()] = torch.cat([p.grad.flatten() for p in net.parameters()])
+    net.zero_grad(set_to_none=True)  # the full gradient is freed as soon as it is reduce-scattered
+    grad_shard = torch.empty(shard_size)
+    if reduce_scatter:
+        dist.reduce_scatter_single(grad_shard, full_grad, op=dist.ReduceOp.SUM)  # the sum of MY slice, nothing else
+        grad_shard /= world  # average, as DDP does
+    else:
+        grad_shard.copy_(full_grad[rank * shard_size : (rank + 1) * shard_size])  # control: my half batch only
+    del full_grad
+    master_shard.grad = grad_shard
+    adam_on_slice.step()
+    gathered = torch.empty(shard_size * world)
+    dist.all_gather_single(gathered, master_shard.detach())  # everyone gets the updated full weights
+    torch.nn.utils.vector_to_parameters(gathered[: flat.numel()], net.parameters())
+    return net, master_shard, adam_on_slice
+
+
+zero2, master_shard, zero2_adam = zero2_step()
+zero2_bytes = {
+    "params": sum(nbytes(p) for p in zero2.parameters()),  # full working copy, as in DeepSpeed ZeRO-2
+    "grads": nbytes(master_shard.grad),
+    "optimizer": state_bytes(zero2_adam),
+}
+# (DeepSpeed keeps the fp32 master slice apart from 16-bit working weights; in fp32 here the slice
+#  stands in for it and is not counted twice.)
+zero2_alone, _, _ = zero2_step(reduce_scatter=False)
+
+
+def weights(net):
+    return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+
+# --- ZeRO-3: FSDP2 shards the parameters themselves (DTensors, dim-0 shards) ----------------------
+mesh = init_device_mesh("cpu", (world,))  # the ranks' existing gloo group, seen as a 1-D mesh
+zero3 = copy.deepcopy(model)
+for layer in zero3:
+    if isinstance(layer, torch.nn.Linear):
+        fully_shard(layer, mesh=mesh)  # one FSDP unit per Linear ...
+fully_shard(zero3, mesh=mesh)  # ... then the root
+zero3_adam = torch.optim.Adam(zero3.parameters(), lr=1e-3)
+one_step(zero3, zero3_adam)
+zero3_bytes = {
+    "params": sum(nbytes(p) for p in zero3.parameters()),
+    "grads": sum(nbytes(p.grad) for p in zero3.parameters()),
+    "optimizer": state_bytes(zero3_adam),
+}
+
+bytes_per_rank = {"ddp": ddp_bytes, "zero1": zero1_bytes, "zero2": zero2_bytes, "zero3": zero3_bytes}
+elements = sum(p.numel() for p in model.parameters())
+details = dict(bytes_per_rank=bytes_per_rank, rank=rank, model_elements=elements)
+
+
+def share(level, part):
+    """Fraction of one full copy that this rank stores."""
+    return level[part] / full_copy[part]
+
+
+_claims.between(
+    "ddp_replicates_everything",
+    measured=sum(ddp_bytes.values()) / sum(full_copy.values()),
+    control=sum(zero3_bytes.values()) / sum(full_copy.values()),  # ZeRO-3: everything sharded
+    low=0.999,
+    high=1.001,
+    one_full_copy=full_copy,
+    **details,
+)
+
+
+def per_rank(value):
+    """This value from every rank, rank 0 first."""
+    gathered = [torch.zeros(1, dtype=torch.float64) for _ in range(world)]
+    dist.all_gather(gathered, torch.tensor([value], dtype=torch.float64))
+    return [round(g.item(), 2) for g in gathered]
+
+
+# ZeRO-1: the Adam state split by whole tensors (uneven), parameters and gradients untouched
+_claims.equal(
+    "zero1_shards_optimizer_state",
+    # [Adam-state share on rank 0, on rank 1, this rank's gradient share, this rank's parameter share]
+    measured=per_rank(share(zero1_bytes, "optimizer")) + [share(zero1_bytes, "grads"), share(zero1_bytes, "params")],
+    control=per_rank(share(ddp_bytes, "optimizer")) + [share(ddp_bytes, "grads"), share(ddp_bytes, "params")],
+    expected=[0.65, 0.35, 1.0, 1.0],  # rank 0: the 8,192-element weight; rank 1: the other five tensors
+    adam_elements_on_this_rank=zero1_elements,
+    **details,
+)
+_claims.at_most(
+    "zero2_shards_gradients",
+    measured=share(zero2_bytes, "grads"),
+    control=share(ddp_bytes, "grads"),  # DDP all-reduces: every rank keeps the full gradient
+    tolerance=0.51,  # an even flat split: half, plus at most one padding element
+    optimizer_share=share(zero2_bytes, "optimizer"),
+    params_share=share(zero2_bytes, "params"),
+    **details,
+)
+_claims.at_most(
+    "zero3_shards_parameters",
+    measured=share(zero3_bytes, "params"),
+    control=share(ddp_bytes, "params"),  # DDP: a full replica of the weights
+    tolerance=0.55,  # dim-0 shards of each tensor: about half (odd row counts round up on rank 0)
+    grads_share=share(zero3_bytes, "grads"),
+    optimizer_share=share(zero3_bytes, "optimizer"),
+    **details,
+)
+_claims.at_most(
+    "zero2_step_matches_ddp",
+    measured=(weights(zero2) - weights(ddp)).abs().max().item(),  # after the all-gather, vs DDP after its step
+    control=(weights(zero2_alone) - weights(ddp)).abs().max().item(),  # no reduce-scatter: own gradient only
+    tolerance=1e-6,  # the same sum and the same elementwise Adam: float rounding at most
+)

@@ -1,0 +1,86 @@
+# How a prepared learning-rate scheduler counts on 2 ranks. AcceleratedScheduler.step() (in
+# accelerate/scheduler.py) calls the wrapped scheduler's step() num_processes times per call, because
+# with split_batches=False each process consumes its own batch: one optimizer step on 2 ranks uses as
+# many samples as 2 steps of the single-process script the schedule was written for.
+#   * 3 calls of scheduler.step() advance a LambdaLR by 6 on 2 ranks; an unprepared one by 3.
+#   * split_batches=True, or Accelerator(step_scheduler_with_optimizer=False), advances it by 3.
+#   * Consequence: a linear decay sized for 10 OPTIMIZER steps reaches 0 after 5 optimizer steps on 2
+#     ranks; sized as 10 x num_processes (the single-process batch count) it lasts the 10 steps.
+# Negative controls: the same loop with an unprepared scheduler; the default Accelerator; the schedule
+# sized in optimizer steps.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/training-mechanics/scheduler_steps_per_process.py
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DataLoaderConfiguration
+from torch.optim.lr_scheduler import LambdaLR
+
+import _claims
+
+CALLS, TOTAL = 3, 10
+
+
+def linear_decay(total):
+    return lambda step: max(0.0, 1.0 - step / total)  # lr factor: 1 at step 0, 0 at step `total`
+
+
+def run(accelerator=None, total=TOTAL, calls=CALLS):
+    """`calls` x (optimizer.step(); scheduler.step()). Returns the wrapped scheduler's count and lr."""
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    scheduler = LambdaLR(optimizer, linear_decay(total))
+    if accelerator is not None:
+        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    lrs = []
+    for _ in range(calls):
+        model(torch.ones(1, 2)).sum().backward()  # any gradient: the optimizer must really step
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        lrs.append(round(scheduler.get_last_lr()[0], 6))
+    inner = scheduler.scheduler if accelerator is not None else scheduler  # the wrapped torch scheduler
+    return inner.last_epoch, lrs
+
+
+accelerator = Accelerator()  # split_batches=False, step_scheduler_with_optimizer=True: the defaults
+prepared_count, prepared_lrs = run(accelerator)
+plain_count, plain_lrs = run(None)  # plain PyTorch: one scheduler step per call
+_claims.equal(
+    "prepared_scheduler_steps_num_processes_times",
+    measured=prepared_count,
+    control=plain_count,
+    expected=CALLS * accelerator.num_processes,
+    lr_after_each_call_prepared=prepared_lrs,
+    lr_after_each_call_plain=plain_lrs,
+)
+
+split_count, split_lrs = run(Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True)))
+_claims.equal(
+    "split_batches_steps_once",
+    measured=split_count,
+    control=prepared_count,  # the default, split_batches=False
+    expected=CALLS,
+    lr_after_each_call=split_lrs,
+)
+
+unlinked_count, _ = run(Accelerator(step_scheduler_with_optimizer=False))
+_claims.equal(
+    "step_scheduler_with_optimizer_false_steps_once",
+    measured=unlinked_count,
+    control=prepared_count,
+    expected=CALLS,
+)
+
+# A linear decay meant to last TOTAL optimizer steps: how many optimizer steps until the lr is 0?
+def steps_until_zero(total):
+    _, lrs = run(accelerator, total=total, calls=TOTAL + 1)
+    return next((i + 1 for i, lr in enumerate(lrs) if lr == 0.0), None)
+
+
+_claims.equal(
+    "schedule_sized_in_optimizer_steps_ends_early",
+    measured=steps_until_zero(TOTAL * accelerator.num_processes),  # sized in single-process batches
+    control=steps_until_zero(TOTAL),  # sized in optimizer steps: ends after TOTAL / num_processes
+    expected=TOTAL,
+)

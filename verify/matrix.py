@@ -1,0 +1,163 @@
+"""Run the proofs against other Accelerate releases, with the same torch, and check the claims' version ranges.
+
+    python -m verify.matrix 0.17.1 0.27.2 0.34.2 1.0.1 1.15.0        # every proof, each release
+    python -m verify.matrix 0.34.2 -k gradient-accumulation          # one page
+
+Each release is installed once, without dependencies, into `.verify/releases/accelerate-X` (torch stays
+the pinned one) and put first on the path of the harness and of every launched rank. The release that is
+installed in the environment runs as it is. Evidence of each release goes to `.verify/matrix/X/`.
+
+A claim may declare `since:` / `until:` (see docs/how-pages-are-proven.md). The matrix fails when a claim
+holds outside its range or does not hold inside it. A proof that cannot run on a release (it imports or
+calls an API that release does not have) is reported as such. Claims without a range make no statement
+about other releases: their results are shown, not judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from packaging.version import Version
+
+from verify.pages import Claim
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASES_DIR = ROOT / ".verify" / "releases"
+MATRIX_DIR = Path(os.environ.get("VERIFY_MATRIX_DIR", ROOT / ".verify" / "matrix"))
+# A crash with one of these means the proof uses an API the release does not have.
+MISSING_API = re.compile(r"^(ImportError|ModuleNotFoundError|AttributeError|TypeError: .*unexpected keyword)", re.M)
+
+
+def pinned_release() -> str:
+    return importlib.metadata.version("accelerate")
+
+
+def release_dir(release: str) -> Path | None:
+    """The folder holding this release (installed once), or None for the release installed here."""
+    if release == pinned_release():
+        return None
+    target = RELEASES_DIR / f"accelerate-{release}"
+    if not (target / "accelerate").is_dir():
+        wanted = [f"accelerate=={release}"]
+        if Version(release) < Version("0.20"):
+            wanted.append("setuptools<81")  # those releases import pkg_resources, gone from setuptools 81
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), *wanted],
+            check=True,
+        )
+    return target
+
+
+def in_range(release: str, since: str | None, until: str | None) -> bool:
+    return Claim(says="", since=since, until=until).holds_on(release)
+
+
+def outcome(claim: dict, evidence: dict) -> str:
+    """holds | fails | cannot run (the release lacks an API the proof uses) | launch failed."""
+    if claim["passed"]:
+        return "holds"
+    if evidence["status"] == "launch_failed":
+        return "launch failed"  # the release itself did not start: a broken environment, never a verdict
+    if evidence["status"] == "crashed" and MISSING_API.search(claim["reason"]):
+        return "cannot run"
+    return "fails"
+
+
+def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
+    """One row per claim: its outcome on this release and whether that agrees with its declared range."""
+    rows = []
+    for proof in proofs:
+        path = evidence_dir / f"{proof.name}.json"
+        evidence = json.loads(path.read_text()) if path.exists() else None
+        for claim_id, claim in proof.claims.items():
+            recorded = next((c for c in (evidence or {}).get("claims", []) if c["id"] == claim_id), None)
+            result = outcome(recorded, evidence) if recorded else "not run"
+            ranged = claim.since is not None or claim.until is not None
+            expected = in_range(release, claim.since, claim.until)
+            if result in ("not run", "launch failed"):
+                verdict = result
+            elif not ranged:
+                verdict = "shown"  # no version statement to check
+            elif expected:
+                verdict = "agrees" if result == "holds" else f"{result} inside its range"
+            else:
+                verdict = "holds outside its range" if result == "holds" else "agrees"
+            rows.append(
+                {"page": proof.page, "snippet": proof.snippet, "claim": claim_id, "since": claim.since,
+                 "until": claim.until, "outcome": result, "verdict": verdict,
+                 "reason": recorded["reason"] if recorded and not recorded["passed"] else None}
+            )  # fmt: skip
+    return rows
+
+
+def run_release(release: str, selection: str | None, nproc: int, pinned: bool) -> None:
+    """In a process of its own: the release first on the path, then the suite, then the judgement."""
+    from verify.pages import all_proofs, load_pages
+    from verify.runner import LaunchSettings
+    from verify.session import verify_proofs
+
+    from verify.evidence import EVIDENCE_DIR
+
+    proofs = [p for p in all_proofs(load_pages()) if not selection or re.search(selection, f"{p.page} {p.snippet}")]
+    # The installed release shares `pytest verify`'s evidence, reused wherever nothing changed since.
+    # (The parent decides which release is installed: in here the release on the path is the one seen.)
+    evidence_dir = EVIDENCE_DIR if pinned else MATRIX_DIR / release
+    runs = ROOT / ".verify" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix=f"matrix-{release}-", dir=runs))  # reports append: never reuse one
+    verify_proofs(proofs, LaunchSettings(num_processes=nproc), work_dir, "grouped", evidence_dir, reuse_evidence=pinned)
+    rows = judge_release(release, proofs, evidence_dir)
+    (MATRIX_DIR / release).mkdir(parents=True, exist_ok=True)
+    (MATRIX_DIR / release / "matrix.json").write_text(json.dumps({"release": release, "claims": rows}, indent=1))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("releases", nargs="+", help="Accelerate releases, e.g. 0.17.1 1.0.1 1.15.0")
+    parser.add_argument("-k", dest="selection", help="a regular expression on 'page snippet'")
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--run-release", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.run_release:  # the child: its path already starts with the release
+        run_release(args.releases[0], args.selection, args.nproc, args.pinned)
+        return 0
+
+    failures = 0
+    for release in args.releases:
+        folder = release_dir(release)
+        env = dict(os.environ)
+        if folder is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        command = [sys.executable, "-m", "verify.matrix", release, "--run-release", "--nproc", str(args.nproc)]
+        if args.selection:
+            command += ["-k", args.selection]
+        if folder is None:
+            command.append("--pinned")
+        subprocess.run(command, env=env, cwd=ROOT, check=True)
+        rows = json.loads((MATRIX_DIR / release / "matrix.json").read_text())["claims"]
+        counts = {kind: sum(row["outcome"] == kind for row in rows) for kind in ("holds", "fails", "cannot run")}
+        wrong = [row for row in rows if row["verdict"] not in ("agrees", "shown")]
+        ranged = sum(row["since"] is not None or row["until"] is not None for row in rows)
+        print(
+            f"accelerate {release}: {counts['holds']} hold, {counts['fails']} fail, {counts['cannot run']} cannot run; "
+            f"{sum(row['verdict'] == 'agrees' for row in rows)}/{ranged} version-ranged claims agree with their range"
+        )
+        for row in wrong:
+            print(f"  MISMATCH {row['page']}::{row['claim']} ({row['snippet']}, since {row['since']}, "
+                  f"until {row['until']}): {row['verdict']}")  # fmt: skip
+        failures += len(wrong)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
