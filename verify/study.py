@@ -224,35 +224,38 @@ def measured_note(page: Page, claim_id: str) -> str:
 
 
 def cheat_sheet(nav: list, from_page: Path) -> str:
-    """Every page's key facts, grouped by topic; each links to its page and to the proving claim."""
+    """Every page's key facts, grouped by topic; each links to its page and to the proving claim.
+
+    On paper (docs/stylesheets/study.css) it flows in two columns and no question's list is split.
+    """
     up = "../" * (len(from_page.relative_to(DOCS_DIR).parts) - 1)
-    sections, current = [], None
+    topics: dict = {}
     for page in ordered_questions(nav):
-        if not page.key_facts:
-            continue
-        if page.topic != current:
-            if current is not None:
-                sections.append("</div>")
-            current = page.topic
-            sections += ["", '<div class="cheat-topic" markdown="1">', "", f"## {topic_title(page.topic)}", ""]
-        link = up + page.path.relative_to(DOCS_DIR).as_posix()
-        sections.append(f"**[{escape_link_text(page.title)}]({link})**" + "{ .cheat-question }")
-        sections.append("")
-        for fact in page.key_facts:
-            text = fact.get("fact", "").strip()
-            if fact.get("claim"):
-                proof = f"[`{fact['claim']}`]({link}#{claim_anchor(fact['claim'])})" + measured_note(page, fact["claim"])
-            elif str(fact.get("source", "")).startswith(("http://", "https://")):
-                proof = f"<{fact['source']}>"
-            else:
-                proof = f"`{fact.get('source', '')}`"
-            sections.append(f"- {text} <span class=\"cheat-proof\">{proof}</span>")
-        sections.append("")
-    if current is not None:
-        sections.append("</div>")
-    if not sections:
+        if page.key_facts:
+            topics.setdefault(page.topic, []).append(page)
+    if not topics:
         return "*No page declares key facts yet.*"
-    return "\n".join(sections)
+    lines = ['<div class="cheat-sheet" markdown="1">']
+    for topic, pages in topics.items():
+        lines += ["", '<div class="cheat-topic" markdown="1">', "", f"## {topic_title(topic)}", ""]
+        for page in pages:
+            link = up + page.path.relative_to(DOCS_DIR).as_posix()
+            lines += ['<div class="cheat-block" markdown="1">', ""]
+            lines += [f"**[{escape_link_text(page.title)}]({link})**" + "{ .cheat-question }", ""]
+            for fact in page.key_facts:
+                lines.append(f'- {fact.get("fact", "").strip()} <span class="cheat-proof">{fact_proof(page, fact, link)}</span>')
+            lines += ["", "</div>"]
+        lines += ["", "</div>"]
+    return "\n".join(lines + ["", "</div>"])
+
+
+def fact_proof(page: Page, fact: dict, link: str) -> str:
+    """The claim that proves a key fact (linked, with its latest measurement), or its source."""
+    if fact.get("claim"):
+        return f"[`{fact['claim']}`]({link}#{claim_anchor(fact['claim'])})" + measured_note(page, fact["claim"])
+    if str(fact.get("source", "")).startswith(("http://", "https://")):
+        return f"<{fact['source']}>"
+    return f"`{fact.get('source', '')}`"
 
 
 # --- the files the build adds -------------------------------------------------------------------
