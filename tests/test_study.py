@@ -116,6 +116,17 @@ def test_a_dict_detail_becomes_one_bar_per_entry_with_its_value_in_the_alt_text(
     assert svg.lstrip().startswith(("<?xml", "<svg")) and "zero3" in svg and "1.6k" not in svg  # 1,600 < 10k
 
 
+def test_a_dict_of_dicts_becomes_grouped_bars_one_colour_per_outer_key(docs):
+    meta = SHARDED.replace("value: details.bytes_per_rank}", "value: details.bytes_per_rank, labels: {zero3: ZeRO-3}}")
+    nested = {"ddp": {"params": 40, "grads": 40}, "zero3": {"params": 20, "grads": 20}}
+    page = docs("sharded", meta, BODY, {"zero_shards_bytes": (400, 1600, {"bytes_per_rank": nested})})
+    (spec,) = figures.declared(page)
+    assert figures.resolve(spec, page) == [
+        ("params", "ddp", 40.0), ("grads", "ddp", 40.0), ("params", "ZeRO-3", 20.0), ("grads", "ZeRO-3", 20.0)
+    ]  # fmt: skip
+    assert "ZeRO-3" in figures.render_all([page])["assets/figures/zero-bytes.svg"]
+
+
 def test_a_placed_figure_is_an_image_with_alt_text_or_the_command_that_makes_it(docs):
     page = docs("sharded", SHARDED, BODY)  # no evidence yet
     shown = figures.place(page.path.read_text(), page, lambda path: False)

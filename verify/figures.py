@@ -7,7 +7,8 @@
         kind: logbar               # bar | logbar | line
         unit: max |difference|     # the y axis
         bound: averaged_grads_match_full_batch   # optional: draw this claim's tolerance or band
-        data:                      # bars: one per item; a dict-valued key gives one bar per entry
+        data:                      # bars: one per item; a dict-valued key gives one bar per entry,
+                                   # a dict of dicts {series: {group: n}} grouped bars; `labels:` renames keys
           - {group: gradients, label: DDP, claim: averaged_grads_match_full_batch, value: measured}
           - {group: gradients, label: no all-reduce, claim: averaged_grads_match_full_batch, value: control}
         # line: each item is a series, `x` and `y` lists of keys (or numbers), or `y` one dict-valued key
@@ -104,8 +105,12 @@ def lookup(report: dict, key, claim_id: str):
         if not isinstance(value, dict) or part not in value:
             raise MissingData(f"the evidence of {claim_id} has no {key}")
         value = value[part]
-    if isinstance(value, dict):
-        return {str(k): number(v, f"{claim_id} {key}.{k}") for k, v in value.items()}
+    if isinstance(value, dict):  # a dict of numbers, or of dicts of numbers (one level deeper)
+        return {
+            str(k): {str(i): number(w, f"{claim_id} {key}.{k}.{i}") for i, w in v.items()}
+            if isinstance(v, dict) else number(v, f"{claim_id} {key}.{k}")
+            for k, v in value.items()
+        }  # fmt: skip
     return number(value, f"{claim_id} {key}")
 
 
@@ -135,8 +140,12 @@ def resolve(spec: dict, page: Page) -> list:
             out.append((label, points))
         else:
             value = lookup(report, item["value"], claim)
-            if isinstance(value, dict):
-                out += [(key, label, entry) for key, entry in value.items()]
+            names = item.get("labels") or {}  # optional: nicer names for a dict's keys
+            if isinstance(value, dict) and all(isinstance(entry, dict) for entry in value.values()):
+                # {series: {group: number}}: one colour per outer key, grouped by the inner keys
+                out += [(names.get(g, g), names.get(s, s), v) for s, inner in value.items() for g, v in inner.items()]
+            elif isinstance(value, dict):
+                out += [(names.get(key, key), label, entry) for key, entry in value.items()]
             else:
                 out.append((str(item.get("group", "")), label, value))
     return out
