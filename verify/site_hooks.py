@@ -1,6 +1,8 @@
 """mkdocs hooks: put each proof's code and latest evidence on its page, and build the errata table.
 
 A page marks where a proof goes with `<!-- proof: NAME.py -->`; the errata page with `<!-- errata -->`.
+Study mode (verify/study.py, verify/figures.py): `<!-- question-index -->`, `<!-- cheat-sheet -->`,
+`<!-- figure: ID -->`, and the generated assets/study/questions.json and assets/figures/*.svg.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
 
-from verify import evidence  # noqa: E402
+from verify import evidence, figures, study  # noqa: E402
 from verify.pages import DIFFICULTIES, DOCS_DIR, QUESTIONS, SNIPPETS_DIR, find_snippet, load_page, load_pages  # noqa: E402
 
 SOURCES = {
@@ -46,12 +48,13 @@ def verdict_text(claim: dict, declared) -> str:
 def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     found = evidence.read(snippet)
     rerun = indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
+    claims = "\n\n" + indent("\n".join(f"- {anchor(claim)}**{claim}**: {declared[claim].says}" for claim in declared))
     if not found:
-        return '!!! info "No evidence from this machine yet"\n' + rerun
+        return '!!! info "No evidence from this machine yet"\n' + rerun + claims
     if {claim["id"] for claim in found["claims"]} != set(declared) or any(
         claim.get("statement") != declared[claim["id"]].says for claim in found["claims"]
     ):
-        return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun
+        return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun + claims
     passed = all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
     rows = ["| claim | rank | measured | expected | negative control: what it removes, its value | verdict |",
@@ -72,7 +75,7 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
             )
     details = []
     for claim in found["claims"]:
-        details.append(f"- **{claim['id']}**: {claim['statement']}")
+        details.append(f"- {anchor(claim['id'])}**{claim['id']}**: {claim['statement']}")
         first = claim["reports"][0] if claim["reports"] else {}
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
@@ -96,6 +99,11 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     kind = "success" if passed else "failure"
     title = "Evidence: every claim held" if passed else "Evidence: a claim FAILED on this machine"
     return f'!!! {kind} "{title}"\n{indent(body)}'
+
+
+def anchor(claim_id: str) -> str:
+    """Where the cheat sheet's links to a claim land."""
+    return f'<span id="{study.claim_anchor(claim_id)}"></span>'
 
 
 def releases_block(snippet: str, declared: dict) -> str:
@@ -170,25 +178,6 @@ def errata_table(nav: list) -> str:
     return "\n\n".join(sections)
 
 
-def question_index(nav: list) -> str:
-    """The questions in the order and sections of the site's navigation."""
-    lines = []
-    for entry in nav:
-        if not isinstance(entry, dict):
-            continue
-        ((section, items),) = entry.items()
-        questions = [item for item in items if str(item).startswith(QUESTIONS + "/")] if isinstance(items, list) else []
-        questions = [item for item in questions if not item.endswith("/index.md")]
-        if not questions:
-            continue
-        lines += ["", f"### {section}", ""]
-        for item in questions:
-            page = load_page(DOCS_DIR / item)
-            claims = sum(len(proof.claims) for proof in page.proofs)
-            lines.append(f"- [{page.title}]({item}) — {claims} proven claim{'s' * (claims != 1)}")
-    return "\n".join(lines)
-
-
 def topic_sections(docs_dir: Path = DOCS_DIR) -> list[dict]:
     """One navigation section per topic folder, ordered by its index page's `order`, questions by difficulty.
 
@@ -219,6 +208,14 @@ def on_config(config):
     return config
 
 
+def on_files(files, config):
+    """Study mode's generated files: the mock interview's questions and the figures."""
+    try:
+        return study.add_generated_files(files, config)
+    except figures.FigureError as error:
+        raise PluginError(str(error)) from None
+
+
 def topic_listing(folder: Path) -> str:
     """A topic's index page lists its questions with their difficulty."""
     pages = sorted(
@@ -231,7 +228,9 @@ def topic_listing(folder: Path) -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:
     source = Path(page.file.abs_src_path)
     if "<!-- question-index -->" in markdown:
-        markdown = markdown.replace("<!-- question-index -->", question_index(config["nav"] or []))
+        markdown = markdown.replace("<!-- question-index -->", study.question_table(config["nav"] or [], source))
+    if "<!-- cheat-sheet -->" in markdown:
+        markdown = markdown.replace("<!-- cheat-sheet -->", study.cheat_sheet(config["nav"] or [], source))
     if "<!-- errata -->" in markdown:
         markdown = markdown.replace("<!-- errata -->", errata_table(config["nav"] or []))
     if "<!-- topic-questions -->" in markdown:
@@ -244,4 +243,6 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         if marker not in markdown:
             raise PluginError(f"{source}: declares proof {proof.snippet} but has no '{marker}' line")
         markdown = markdown.replace(marker, proof_block(proof.snippet, meta_page.slug, proof.claims))
-    return markdown
+    if figures.unused_markers(markdown, meta_page):
+        raise PluginError(f"{source}: places a figure it does not declare: {figures.unused_markers(markdown, meta_page)}")
+    return figures.place(markdown, meta_page, lambda path: files.get_file_from_path(path) is not None)

@@ -1,0 +1,438 @@
+// The mock interview: questions one at a time with a countdown, the 30-second answer on demand,
+// a self-grade, and Leitner boxes kept in localStorage so missed questions come back sooner.
+// The questions come from assets/study/questions.json, written by the site build (verify/study.py).
+(function () {
+  "use strict";
+
+  var STORE = "accelerate-interview-study-v1";
+  var INTERVALS = [1, 2, 4, 8, 16]; // interviews before a question in box 1..5 is due again
+  var GRADES = [
+    { id: "knew", label: "Knew it", key: "1", points: 1 },
+    { id: "partly", label: "Partly", key: "2", points: 0.5 },
+    { id: "missed", label: "Missed", key: "3", points: 0 },
+  ];
+
+  // --- storage: {session, cards: {id: {box, last, grade, seen}}, current, last} ---------------
+  var memory = null; // used when localStorage is unavailable (private windows, file://)
+  function load() {
+    try {
+      var text = window.localStorage.getItem(STORE);
+      if (text) return normalise(JSON.parse(text));
+    } catch (error) {
+      if (memory) return memory;
+    }
+    return memory || normalise({});
+  }
+  function normalise(state) {
+    state.session = state.session || 0;
+    state.cards = state.cards || {};
+    return state;
+  }
+  function save(state) {
+    memory = state;
+    try {
+      window.localStorage.setItem(STORE, JSON.stringify(state));
+    } catch (error) {
+      /* progress then lasts as long as the page */
+    }
+  }
+
+  // --- Leitner boxes -----------------------------------------------------------------------------
+  function isDue(card, session) {
+    return session - card.last >= INTERVALS[card.box - 1];
+  }
+  // Lower comes first: missed and due, partly and due, never seen, known and due, then not yet due.
+  function priority(question, state, session) {
+    var card = state.cards[question.id];
+    if (!card) return [2, 0];
+    if (isDue(card, session)) {
+      var rank = card.grade === "missed" ? 0 : card.grade === "partly" ? 1 : 3;
+      return [rank, card.box];
+    }
+    return [4, card.last + INTERVALS[card.box - 1] - session];
+  }
+  function pick(candidates, state, session, count) {
+    var shuffled = candidates.slice();
+    for (var i = shuffled.length - 1; i > 0; i--) {
+      var j = Math.floor(Math.random() * (i + 1));
+      var swap = shuffled[i];
+      shuffled[i] = shuffled[j];
+      shuffled[j] = swap;
+    }
+    var keyed = shuffled.map(function (q, index) {
+      return { q: q, key: priority(q, state, session).concat([index]) };
+    });
+    keyed.sort(function (a, b) {
+      for (var k = 0; k < a.key.length; k++) if (a.key[k] !== b.key[k]) return a.key[k] - b.key[k];
+      return 0;
+    });
+    return keyed.slice(0, count).map(function (item) {
+      return item.q.id;
+    });
+  }
+  function grade(state, id, gradeId) {
+    var card = state.cards[id] || { box: 1, seen: 0 };
+    if (gradeId === "knew") card.box = Math.min(INTERVALS.length, card.box + 1);
+    else if (gradeId === "partly") card.box = Math.max(1, card.box - 1);
+    else card.box = 1;
+    card.grade = gradeId;
+    card.last = state.current.session;
+    card.seen = (card.seen || 0) + 1;
+    state.cards[id] = card;
+  }
+
+  // --- DOM helpers -------------------------------------------------------------------------------
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (name) {
+      var value = attrs[name];
+      if (name === "text") node.textContent = value;
+      else if (name === "html") node.innerHTML = value;
+      else if (name.slice(0, 2) === "on") node.addEventListener(name.slice(2), value);
+      else if (value !== false && value != null) node.setAttribute(name, value === true ? "" : value);
+    });
+    (function add(children) {
+      children.forEach(function (child) {
+        if (child == null || child === false) return;
+        if (Array.isArray(child)) return add(child);
+        node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+      });
+    })(Array.prototype.slice.call(arguments, 2));
+    return node;
+  }
+  function siteUrl(path) {
+    var base = ".";
+    var config = document.getElementById("__config");
+    if (config) {
+      try {
+        base = JSON.parse(config.textContent).base || ".";
+      } catch (error) {
+        /* keep "." */
+      }
+    }
+    return new URL(base.replace(/\/$/, "") + "/" + path, window.location.href).href;
+  }
+  function clock(seconds) {
+    var s = Math.max(0, Math.ceil(seconds));
+    return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
+  }
+  function percent(points, count) {
+    return count ? Math.round((100 * points) / count) + "%" : "–";
+  }
+
+  // --- the page ----------------------------------------------------------------------------------
+  function Interview(root, data) {
+    this.root = root;
+    this.questions = data.questions;
+    this.byId = {};
+    this.questions.forEach(function (q) {
+      this.byId[q.id] = q;
+    }, this);
+    this.timer = null;
+    this.onKey = this.onKey.bind(this);
+    document.addEventListener("keydown", this.onKey);
+    this.showSetup();
+  }
+
+  Interview.prototype.clear = function () {
+    if (this.timer) window.clearInterval(this.timer);
+    this.timer = null;
+    this.root.textContent = "";
+  };
+
+  Interview.prototype.topics = function () {
+    var seen = {};
+    return this.questions.filter(function (q) {
+      if (seen[q.topic]) return false;
+      return (seen[q.topic] = true);
+    });
+  };
+
+  Interview.prototype.levels = function () {
+    var order = ["junior", "mid", "senior", "unrated"];
+    return order.filter(function (level) {
+      return this.questions.some(function (q) {
+        return q.difficulty === level;
+      });
+    }, this);
+  };
+
+  Interview.prototype.showSetup = function () {
+    var self = this;
+    var state = load();
+    this.clear();
+    var topicBoxes = this.topics().map(function (q) {
+      var total = self.questions.filter(function (x) {
+        return x.topic === q.topic;
+      }).length;
+      return el("label", { class: "mock-choice" },
+        el("input", { type: "checkbox", name: "topic", value: q.topic, checked: true, onchange: update }),
+        " " + q.topic_title + " (" + total + ")");
+    });
+    var levelBoxes = this.levels().map(function (level) {
+      return el("label", { class: "mock-choice" },
+        el("input", { type: "checkbox", name: "difficulty", value: level, checked: true, onchange: update }),
+        " " + level);
+    });
+    var number = el("input", { type: "number", id: "mock-count", min: 1, value: 5, inputmode: "numeric", oninput: update });
+    var seconds = el("select", { id: "mock-seconds" },
+      el("option", { value: 30, text: "30 s" }), el("option", { value: 60, text: "1 min", selected: true }),
+      el("option", { value: 90, text: "1 min 30" }), el("option", { value: 120, text: "2 min" }));
+    var matching = el("span", { id: "mock-matching", "aria-live": "polite" });
+    var start = el("button", { type: "submit", class: "md-button md-button--primary", id: "mock-start", text: "Start the interview" });
+    var form = el("form", { class: "mock-setup", id: "mock-setup" },
+      el("fieldset", {}, el("legend", { text: "Topics" }), el("div", { class: "mock-choices" }, topicBoxes)),
+      el("fieldset", {}, el("legend", { text: "Difficulty" }), el("div", { class: "mock-choices" }, levelBoxes)),
+      el("div", { class: "mock-row" },
+        el("label", {}, "Questions ", number), el("label", {}, "Time per question ", seconds), matching),
+      el("div", { class: "mock-row" }, start));
+
+    function chosen() {
+      var topics = checked("topic");
+      var levels = checked("difficulty");
+      return self.questions.filter(function (q) {
+        return topics.indexOf(q.topic) >= 0 && levels.indexOf(q.difficulty) >= 0;
+      });
+    }
+    function checked(name) {
+      return Array.prototype.slice.call(form.querySelectorAll("input[name=" + name + "]:checked")).map(function (i) {
+        return i.value;
+      });
+    }
+    function update() {
+      var available = chosen().length;
+      number.max = Math.max(1, available);
+      matching.textContent = available + " question" + (available === 1 ? "" : "s") + " match";
+      start.disabled = available === 0;
+    }
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var pool = chosen();
+      var count = Math.max(1, Math.min(pool.length, parseInt(number.value, 10) || 1));
+      var fresh = load();
+      fresh.session += 1;
+      fresh.current = {
+        session: fresh.session,
+        queue: pick(pool, fresh, fresh.session, count),
+        index: 0,
+        grades: {},
+        seconds: parseInt(seconds.value, 10) || 60,
+      };
+      save(fresh);
+      self.showQuestion();
+    });
+
+    var current = state.current;
+    if (current && current.index < current.queue.length) {
+      this.root.appendChild(el("div", { class: "admonition note mock-resume" },
+        el("p", { text: "An interview is under way: question " + (current.index + 1) + " of " + current.queue.length + "." }),
+        el("button", { type: "button", class: "md-button", id: "mock-resume", text: "Resume it", onclick: function () {
+          self.showQuestion();
+        } })));
+    }
+    this.root.appendChild(form);
+    if (state.last) this.root.appendChild(this.summary(state.last, "Your last interview"));
+    this.root.appendChild(this.progress(state));
+    update();
+  };
+
+  Interview.prototype.showQuestion = function () {
+    var self = this;
+    var state = load();
+    var current = state.current;
+    if (!current || current.index >= current.queue.length) return this.finish();
+    var question = this.byId[current.queue[current.index]];
+    if (!question) {
+      current.index += 1; // a question the site no longer has
+      save(state);
+      return this.showQuestion();
+    }
+    this.clear();
+    var remaining = el("span", { class: "mock-clock", id: "mock-clock", role: "timer", "aria-live": "off", text: clock(current.seconds) });
+    var bar = el("span", { class: "mock-bar-fill" });
+    var answer = el("div", { class: "mock-answer", id: "mock-answer", hidden: true },
+      el("div", { class: "admonition success" },
+        el("p", { class: "admonition-title", text: "30-second answer" }),
+        el("div", { html: question.answer_html })),
+      el("p", {}, el("a", { href: siteUrl(question.url), id: "mock-page-link", text: "Read the whole page: mechanism, proof, follow-ups →" })));
+    var reveal = el("button", { type: "button", class: "md-button md-button--primary", id: "mock-reveal", text: "Reveal the 30-second answer" });
+    var grades = el("div", { class: "mock-grades", id: "mock-grades", hidden: true },
+      el("span", { text: "How did you do? " }),
+      GRADES.map(function (g) {
+        return el("button", { type: "button", class: "md-button mock-grade mock-grade--" + g.id, "data-grade": g.id,
+          text: g.label, onclick: function () { self.grade(g.id); } });
+      }));
+    reveal.addEventListener("click", function () { self.reveal(); });
+    this.root.appendChild(el("section", { class: "mock-card", id: "mock-card", "data-question": question.id },
+      el("p", { class: "mock-meta" },
+        el("span", { id: "mock-position", text: "Question " + (current.index + 1) + " of " + current.queue.length }),
+        el("span", { text: question.topic_title }),
+        el("span", { class: "qi-level qi-level--" + question.difficulty, text: question.difficulty })),
+      el("h2", { class: "mock-question", id: "mock-question", html: question.title_html || question.title }),
+      el("div", { class: "mock-timer" }, remaining, el("span", { class: "mock-bar" }, bar)),
+      el("div", { class: "mock-row" }, reveal,
+        el("button", { type: "button", class: "md-button", id: "mock-stop", text: "End the interview", onclick: function () {
+          self.finish(true);
+        } })),
+      answer, grades));
+    this.revealed = false;
+    var started = Date.now();
+    this.timer = window.setInterval(function () {
+      var left = current.seconds - (Date.now() - started) / 1000;
+      remaining.textContent = left > 0 ? clock(left) : "Time is up";
+      bar.style.width = Math.max(0, (100 * left) / current.seconds) + "%";
+      if (left <= 0) {
+        remaining.classList.add("mock-clock--over");
+        window.clearInterval(self.timer);
+        self.timer = null;
+      }
+    }, 250);
+  };
+
+  Interview.prototype.reveal = function () {
+    var answer = document.getElementById("mock-answer");
+    if (!answer) return;
+    answer.hidden = false;
+    document.getElementById("mock-grades").hidden = false;
+    document.getElementById("mock-reveal").hidden = true;
+    if (this.timer) window.clearInterval(this.timer);
+    this.timer = null;
+    this.revealed = true;
+  };
+
+  Interview.prototype.grade = function (gradeId) {
+    var state = load();
+    var current = state.current;
+    if (!current || !this.revealed) return;
+    var id = current.queue[current.index];
+    grade(state, id, gradeId);
+    current.grades[id] = gradeId;
+    current.index += 1;
+    save(state);
+    this.showQuestion();
+  };
+
+  Interview.prototype.finish = function (early) {
+    var state = load();
+    var current = state.current;
+    if (current) {
+      var self = this;
+      state.last = {
+        session: current.session,
+        date: new Date().toISOString().slice(0, 10),
+        results: current.queue.filter(function (id) { return current.grades[id] && self.byId[id]; }).map(function (id) {
+          return { id: id, grade: current.grades[id] };
+        }),
+        asked: current.queue.length,
+        early: !!early,
+      };
+      delete state.current;
+      save(state);
+    }
+    this.showSetup();
+    var summary = document.getElementById("mock-summary");
+    if (summary) summary.scrollIntoView({ block: "start" });
+  };
+
+  Interview.prototype.summary = function (last, heading) {
+    var self = this;
+    var perTopic = {};
+    last.results.forEach(function (r) {
+      var q = self.byId[r.id];
+      var row = perTopic[q.topic] || (perTopic[q.topic] = { title: q.topic_title, knew: 0, partly: 0, missed: 0 });
+      row[r.grade] += 1;
+    });
+    var rows = Object.keys(perTopic).map(function (topic) {
+      var r = perTopic[topic];
+      var count = r.knew + r.partly + r.missed;
+      return el("tr", { "data-topic": topic },
+        el("td", { text: r.title }), el("td", { text: String(r.knew) }), el("td", { text: String(r.partly) }),
+        el("td", { text: String(r.missed) }), el("td", { class: "mock-score", text: percent(r.knew + r.partly / 2, count) }));
+    });
+    var points = 0;
+    last.results.forEach(function (r) {
+      points += r.grade === "knew" ? 1 : r.grade === "partly" ? 0.5 : 0;
+    });
+    var list = last.results.map(function (r) {
+      var q = self.byId[r.id];
+      return el("li", { class: "mock-result mock-result--" + r.grade },
+        el("a", { href: siteUrl(q.url), html: q.title_html || q.title }), " — " + GRADES.filter(function (g) { return g.id === r.grade; })[0].label.toLowerCase());
+    });
+    return el("section", { class: "mock-summary", id: "mock-summary" },
+      el("h2", { text: heading + " (" + last.date + "): " + percent(points, last.results.length) }),
+      el("p", { text: last.results.length + " of " + last.asked + " questions graded; knew it counts 1, partly ½." }),
+      el("div", { class: "qi-scroll" }, el("table", { class: "mock-table", id: "mock-summary-table" },
+        el("thead", {}, el("tr", {}, el("th", { text: "Topic" }), el("th", { text: "Knew it" }), el("th", { text: "Partly" }),
+          el("th", { text: "Missed" }), el("th", { text: "Score" }))),
+        el("tbody", {}, rows))),
+      el("ul", { class: "mock-results" }, list));
+  };
+
+  Interview.prototype.progress = function (state) {
+    var self = this;
+    var ids = Object.keys(state.cards).filter(function (id) { return self.byId[id]; });
+    var section = el("section", { class: "mock-progress", id: "mock-progress" },
+      el("h2", { text: "Your progress in this browser" }));
+    if (!ids.length) {
+      section.appendChild(el("p", { text: "No question graded yet." }));
+      return section;
+    }
+    var next = state.session + 1;
+    var rows = this.topics().map(function (first) {
+      var all = self.questions.filter(function (q) { return q.topic === first.topic; });
+      var seen = all.filter(function (q) { return state.cards[q.id]; });
+      var due = all.filter(function (q) { return !state.cards[q.id] || isDue(state.cards[q.id], next); });
+      var boxes = [0, 0, 0, 0, 0];
+      seen.forEach(function (q) { boxes[state.cards[q.id].box - 1] += 1; });
+      return el("tr", { "data-topic": first.topic },
+        el("td", { text: first.topic_title }), el("td", { class: "mock-seen", text: seen.length + " / " + all.length }),
+        el("td", { text: boxes.join(" · ") }), el("td", { text: String(due.length) }));
+    });
+    section.appendChild(el("p", { id: "mock-progress-line",
+      text: ids.length + " question" + (ids.length === 1 ? "" : "s") + " graded over " + state.session + " interview" +
+        (state.session === 1 ? "" : "s") + ". Boxes 1 to 5: a question moves up a box when you know it, back to box 1 when you miss it." }));
+    section.appendChild(el("div", { class: "qi-scroll" }, el("table", { class: "mock-table" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Topic" }), el("th", { text: "Seen" }), el("th", { text: "In boxes 1 · 2 · 3 · 4 · 5" }),
+        el("th", { text: "Due next interview" }))),
+      el("tbody", {}, rows))));
+    section.appendChild(el("button", { type: "button", class: "md-button", id: "mock-reset", text: "Forget my progress",
+      onclick: function () {
+        if (window.confirm("Forget every grade kept in this browser?")) {
+          save(normalise({}));
+          self.showSetup();
+        }
+      } }));
+    return section;
+  };
+
+  Interview.prototype.onKey = function (event) {
+    if (!document.getElementById("mock-card") || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target && /^(INPUT|SELECT|TEXTAREA)$/.test(event.target.tagName)) return;
+    if (event.key === "r" || event.key === "R") this.reveal();
+    GRADES.forEach(function (g) {
+      if (event.key === g.key && this.revealed) this.grade(g.id);
+    }, this);
+  };
+
+  function setup() {
+    var root = document.getElementById("mock-app");
+    if (!root) return;
+    fetch(siteUrl(root.dataset.questions))
+      .then(function (response) {
+        if (!response.ok) throw new Error(response.status + " " + response.statusText);
+        return response.json();
+      })
+      .then(function (data) {
+        root.textContent = "";
+        new Interview(root, data);
+      })
+      .catch(function (error) {
+        root.textContent = "";
+        root.appendChild(el("p", { class: "mock-error",
+          text: "Could not load the questions (" + error.message + "). Serve the site over http, e.g. `mkdocs serve`." }));
+      });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
+  else setup();
+})();

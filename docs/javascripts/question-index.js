@@ -1,0 +1,59 @@
+// The home page's question table: filter its rows by topic, difficulty and proof status.
+// The rows carry data-topic, data-difficulty and data-status (written by verify/study.py).
+(function () {
+  "use strict";
+
+  function setup() {
+    var table = document.getElementById("question-index");
+    if (!table) return;
+    var selects = {
+      topic: document.getElementById("qi-topic"),
+      difficulty: document.getElementById("qi-difficulty"),
+      status: document.getElementById("qi-status"),
+    };
+    var count = document.getElementById("qi-count");
+    var rows = Array.prototype.slice.call(table.querySelectorAll("tbody tr"));
+
+    function apply(event) {
+      var shown = 0;
+      rows.forEach(function (row) {
+        var match = Object.keys(selects).every(function (key) {
+          var wanted = selects[key] ? selects[key].value : "";
+          return !wanted || row.dataset[key] === wanted;
+        });
+        row.hidden = !match;
+        if (match) shown += 1;
+      });
+      if (count) count.textContent = shown + " of " + rows.length + " questions";
+      if (!event) return;
+      // Keep the filter in the address, so a filtered list can be bookmarked or shared.
+      var params = new URLSearchParams();
+      Object.keys(selects).forEach(function (key) {
+        if (selects[key] && selects[key].value) params.set(key, selects[key].value);
+      });
+      var query = params.toString();
+      history.replaceState(null, "", query ? "#" + query : location.pathname + location.search);
+    }
+
+    function fromAddress() {
+      var wanted = new URLSearchParams(location.hash.slice(1));
+      if (!Object.keys(selects).some(function (key) { return wanted.has(key); })) return false;
+      Object.keys(selects).forEach(function (key) {
+        if (selects[key]) selects[key].value = wanted.get(key) || "";
+      });
+      return true;
+    }
+
+    Object.keys(selects).forEach(function (key) {
+      if (selects[key]) selects[key].addEventListener("change", apply);
+    });
+    window.addEventListener("hashchange", function () {
+      if (fromAddress()) apply();
+    });
+    fromAddress();
+    apply();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
+  else setup();
+})();

@@ -1,0 +1,216 @@
+"""Study mode's generators (verify/study.py, verify/figures.py) on the real pages and on made-up evidence."""
+
+import json
+import textwrap
+
+import pytest
+
+from verify import evidence, figures, study
+from verify.pages import load_page, load_pages, question_pages
+
+PAGES = load_pages()
+
+
+# --- the real pages -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if figures.declared(p)], ids=lambda page: page.slug)
+def test_each_declared_figure_can_be_drawn_and_is_placed(page):
+    assert figures.problems(page) == []
+
+
+def test_figure_ids_are_unique_and_at_least_six_pages_have_one():
+    ids = [spec["id"] for page in PAGES for spec in figures.declared(page)]
+    assert len(ids) == len(set(ids))
+    assert len(ids) >= 6
+
+
+def test_every_question_has_a_30_second_answer_for_the_mock_interview():
+    for page in question_pages(PAGES):
+        html = study.answer_html(page)
+        assert len(html) > 100 and "<p>" in html, page.slug
+        assert ".md" not in html, f"{page.slug}: a relative link survived into the mock interview"
+
+
+# --- made-up pages and evidence -------------------------------------------------------------------
+
+
+def fake_evidence(page, values: dict, passed: bool = True) -> dict:
+    """Evidence of a page's only proof; `values` maps claim id -> (measured, control, details)."""
+    (proof,) = page.proofs
+    return {
+        "snippet": proof.snippet, "date": "2026-01-02T03:04:05+00:00",
+        "claims": [
+            {"id": claim, "statement": proof.claims[claim].says, "passed": passed, "reason": "",
+             "reports": [{"rank": 0, "measured": m, "control": c, "op": "<=", "bound": 1e-6, "details": d}]}
+            for claim, (m, c, d) in values.items()
+        ],
+    }  # fmt: skip
+
+
+@pytest.fixture
+def docs(tmp_path, monkeypatch):
+    """A docs folder of one topic; pages are written into it with `write(slug, front_matter, body)`."""
+    root = tmp_path / "docs"
+    (root / "questions" / "sharding").mkdir(parents=True)
+    (root / "questions" / "sharding" / "index.md").write_text("---\ntitle: Sharding\norder: 1\n---\n")
+    for module in (study, figures):
+        monkeypatch.setattr(module, "DOCS_DIR", root)
+    found = {}
+    monkeypatch.setattr(evidence, "read", lambda snippet, *_: found.get(snippet))
+
+    def write(slug, meta, body="", evidence_values=None, passed=True):
+        path = root / "questions" / "sharding" / f"{slug}.md"
+        path.write_text("---\n" + textwrap.dedent(meta) + "---\n\n" + textwrap.dedent(body))
+        page = load_page(path)
+        assert page.error is None, page.error
+        if evidence_values is not None:
+            found[page.proofs[0].snippet] = fake_evidence(page, evidence_values, passed)
+        return page
+
+    return write
+
+
+SHARDED = """\
+title: How many bytes does each rank hold under ZeRO?
+difficulty: senior
+key_facts:
+  - fact: ZeRO-3 holds a quarter of what DDP holds per rank.
+    claim: zero_shards_bytes
+  - fact: The ZeRO paper.
+    source: https://arxiv.org/abs/1910.02054
+proofs:
+  - snippet: zero_bytes.py
+    claims:
+      zero_shards_bytes: {says: "Each rank holds fewer bytes.", control: plain DDP}
+figures:
+  - id: zero-bytes
+    title: Bytes per rank
+    alt: Bars of bytes per rank for DDP and each ZeRO stage
+    kind: bar
+    unit: bytes
+    data:
+      - {label: bytes per rank, claim: zero_shards_bytes, value: details.bytes_per_rank}
+"""
+BODY = """\
+# How many bytes?
+
+??? success "30-second answer"
+    Fewer: see [the other page](other.md) and `zero`.
+
+## Proof
+
+<!-- figure: zero-bytes -->
+"""
+PER_RANK = {"ddp": 1600, "zero1": 1000, "zero2": 700, "zero3": 400}
+
+
+def test_a_dict_detail_becomes_one_bar_per_entry_with_its_value_in_the_alt_text(docs):
+    page = docs("sharded", SHARDED, BODY, {"zero_shards_bytes": (400, 1600, {"bytes_per_rank": PER_RANK})})
+    (spec,) = figures.declared(page)
+    resolved = figures.resolve(spec, page)
+    assert resolved == [(key, "bytes per rank", float(value)) for key, value in PER_RANK.items()]
+    alt = figures.alt_text(spec, resolved)
+    assert alt.startswith("Bars of bytes per rank") and "zero3, bytes per rank: 400" in alt
+    svg = figures.render_all([page])["assets/figures/zero-bytes.svg"]
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and "zero3" in svg and "1.6k" not in svg  # 1,600 < 10k
+
+
+def test_a_dict_of_dicts_becomes_grouped_bars_one_colour_per_outer_key(docs):
+    meta = SHARDED.replace("value: details.bytes_per_rank}", "value: details.bytes_per_rank, labels: {zero3: ZeRO-3}}")
+    nested = {"ddp": {"params": 40, "grads": 40}, "zero3": {"params": 20, "grads": 20}}
+    page = docs("sharded", meta, BODY, {"zero_shards_bytes": (400, 1600, {"bytes_per_rank": nested})})
+    (spec,) = figures.declared(page)
+    assert figures.resolve(spec, page) == [
+        ("params", "ddp", 40.0), ("grads", "ddp", 40.0), ("params", "ZeRO-3", 20.0), ("grads", "ZeRO-3", 20.0)
+    ]  # fmt: skip
+    assert "ZeRO-3" in figures.render_all([page])["assets/figures/zero-bytes.svg"]
+
+
+def test_a_placed_figure_is_an_image_with_alt_text_or_the_command_that_makes_it(docs):
+    page = docs("sharded", SHARDED, BODY)  # no evidence yet
+    shown = figures.place(page.path.read_text(), page, lambda path: False)
+    assert "python -m pytest verify -k sharded" in shown and "no current evidence for zero_bytes.py" in shown
+    page = docs("sharded", SHARDED, BODY, {"zero_shards_bytes": (400, 1600, {"bytes_per_rank": PER_RANK})})
+    shown = figures.place(page.path.read_text(), page, lambda path: path == "assets/figures/zero-bytes.svg")
+    assert "![Bars of bytes per rank for DDP and each ZeRO stage. Values: ddp" in shown
+    assert "](../../assets/figures/zero-bytes.svg)" in shown and "<figcaption>Bytes per rank." in shown
+
+
+def test_a_figure_whose_key_the_evidence_lacks_shows_what_is_missing(docs):
+    page = docs("sharded", SHARDED, BODY, {"zero_shards_bytes": (400, 1600, {})})
+    assert figures.render_all([page]) == {}
+    assert "has no details.bytes_per_rank" in figures.place(page.path.read_text(), page, lambda path: False)
+
+
+def test_line_figures_take_lists_of_keys_or_one_dict_keyed_by_x(docs):
+    meta = SHARDED.replace("kind: bar", "kind: line").replace(
+        "      - {label: bytes per rank, claim: zero_shards_bytes, value: details.bytes_per_rank}",
+        "      - {label: measured, claim: zero_shards_bytes, x: [1, details.m], y: [control, measured]}\n"
+        "      - {label: formula, claim: zero_shards_bytes, y: details.by_m}",
+    )
+    details = {"m": 4, "by_m": {"8": 0.11, "1": 0.5, "4": 0.2}}
+    page = docs("sharded", meta, BODY, {"zero_shards_bytes": (0.22, 0.51, details)})
+    (spec,) = figures.declared(page)
+    assert figures.resolve(spec, page) == [
+        ("measured", [(1, 0.51), (4.0, 0.22)]),
+        ("formula", [(1.0, 0.5), (4.0, 0.2), (8.0, 0.11)]),
+    ]
+    assert "<svg" in figures.render_all([page])["assets/figures/zero-bytes.svg"]
+
+
+def test_log_bars_draw_an_exact_zero(docs):
+    meta = SHARDED.replace("kind: bar", "kind: logbar").replace("value: details.bytes_per_rank", "value: measured")
+    meta = meta.replace("      - {label: bytes", "      - {label: control, claim: zero_shards_bytes, value: control}\n      - {label: bytes")
+    page = docs("sharded", meta, BODY, {"zero_shards_bytes": (0.0, 0.5, {})})
+    assert "hatched stub: exactly 0" in figures.render_all([page])["assets/figures/zero-bytes.svg"]
+
+
+def test_malformed_figure_declarations_are_named(docs):
+    page = docs("sharded", SHARDED.replace("kind: bar", "kind: pie").replace("claim: zero_shards_bytes, value", "claim: nope, value"), "# no marker\n")
+    wrong = "\n".join(figures.problems(page))
+    assert "kind 'pie'" in wrong and "'nope', which is no claim" in wrong and "no '<!-- figure: zero-bytes -->' line" in wrong
+    with pytest.raises(figures.FigureError):
+        figures.render_all([page])
+
+
+@pytest.mark.parametrize(
+    "values, passed, requires, expected",
+    [
+        (None, True, None, "no evidence yet"),
+        ({"zero_shards_bytes": (1, 2, {})}, True, None, "passed"),
+        ({"zero_shards_bytes": (1, 2, {})}, False, None, "failed"),
+        (None, True, "cuda", "skipped (requires cuda)"),
+    ],
+)
+def test_proof_status(docs, values, passed, requires, expected):
+    meta = SHARDED if not requires else SHARDED.replace("  - snippet: zero_bytes.py\n", "  - snippet: zero_bytes.py\n    requires: cuda\n")
+    page = docs("sharded", meta, BODY, values, passed)
+    assert study.proof_status(page)[0] == expected
+
+
+def test_stale_evidence_counts_as_none(docs):
+    page = docs("sharded", SHARDED, BODY, {"zero_shards_bytes": (1, 2, {})})
+    docs("sharded", SHARDED.replace("Each rank holds fewer bytes.", "A new statement."), BODY)
+    assert study.proof_status(load_page(page.path))[0] == "no evidence yet"
+
+
+def test_cheat_sheet_links_each_fact_to_its_claim_with_the_measured_value(docs, tmp_path):
+    docs("sharded", SHARDED, BODY, {"zero_shards_bytes": (400, 1600, {})})
+    nav = [{"Sharding": ["questions/sharding/index.md", "questions/sharding/sharded.md"]}]
+    sheet = study.cheat_sheet(nav, study.DOCS_DIR / "cheat-sheet.md")
+    assert "## Sharding" in sheet and '<div class="cheat-topic" markdown="1">' in sheet
+    assert "ZeRO-3 holds a quarter of what DDP holds per rank." in sheet
+    assert "(questions/sharding/sharded.md#claim-zero_shards_bytes)" in sheet
+    assert "measured `400`, control `1600` (2026-01-02)" in sheet
+    assert "<https://arxiv.org/abs/1910.02054>" in sheet
+
+
+def test_questions_json_carries_the_answer_and_the_page_url(docs):
+    docs("sharded", SHARDED, BODY)
+    nav = [{"Sharding": ["questions/sharding/index.md", "questions/sharding/sharded.md"]}]
+    data = json.loads(study.questions_json(nav, lambda page: f"questions/sharding/{page.slug}/"))
+    (question,) = data["questions"]
+    assert question["url"] == "questions/sharding/sharded/" and question["difficulty"] == "senior"
+    assert question["answer_html"] == "<p>Fewer: see the other page and <code>zero</code>.</p>"
+    assert question["topic_title"] == "Sharding" and question["proof"] == "no evidence yet"

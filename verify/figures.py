@@ -1,0 +1,353 @@
+"""Figures drawn from the evidence at build time (matplotlib, SVG), declared in a page's front matter.
+
+    figures:                       # at the END of the front matter
+      - id: dp-accuracy-gaps       # unique across the site: assets/figures/<id>.svg
+        title: How far DDP lands from one process on the full batch     # the caption
+        alt: Bar chart on a log scale of the largest difference ...     # measured values are appended
+        kind: logbar               # bar | logbar | line
+        unit: max |difference|     # the y axis
+        bound: averaged_grads_match_full_batch   # optional: draw this claim's tolerance or band
+        data:                      # bars: one per item; a dict-valued key gives one bar per entry,
+                                   # a dict of dicts {series: {group: n}} grouped bars; `labels:` renames keys
+          - {group: gradients, label: DDP, claim: averaged_grads_match_full_batch, value: measured}
+          - {group: gradients, label: no all-reduce, claim: averaged_grads_match_full_batch, value: control}
+        # line: each item is a series, `x` and `y` lists of keys (or numbers), or `y` one dict-valued key
+        #   - {label: measured, claim: c, x: [details.m1, details.m4], y: [control, measured]}
+        #   - {label: measured, claim: c, y: details.bubble_by_micro_batches}
+
+A key is `measured`, `control`, `bound` or `details.NAME` (`details.NAME.KEY` inside a dict) of the
+claim's first report in the latest evidence. The page puts the figure where it has the line
+`<!-- figure: ID -->`; without current evidence that place shows the command that makes it.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import PurePosixPath
+
+from verify.pages import DOCS_DIR, Page
+from verify.study import current_evidence
+
+FIGURES_DIR = "assets/figures"
+KINDS = ("bar", "logbar", "line")
+COLORS = ["#3366cc", "#e8871e", "#2a9d5c", "#8e5ac8", "#888888", "#c0392b", "#17a2b8"]
+REQUIRED = ("id", "title", "alt", "kind", "data")
+
+
+class FigureError(ValueError):
+    """A figure declaration that cannot be drawn; the build fails naming the page."""
+
+
+class MissingData(LookupError):
+    """The evidence lacks what a figure needs (no run yet, stale, or a key the snippet does not report)."""
+
+
+def declared(page: Page) -> list[dict]:
+    return page.meta.get("figures") or []
+
+
+def marker(figure_id: str) -> str:
+    return f"<!-- figure: {figure_id} -->"
+
+
+def problems(page: Page) -> list[str]:
+    """What is wrong with a page's figure declarations (empty when they can be drawn)."""
+    found = []
+    text = page.path.read_text(encoding="utf-8")
+    for spec in declared(page):
+        if not isinstance(spec, dict):
+            found.append(f"{page.path}: a figure must be a mapping, not {spec!r}")
+            continue
+        name = spec.get("id", "?")
+        missing = [key for key in REQUIRED if not spec.get(key)]
+        if missing:
+            found.append(f"{page.path}: figure {name!r} lacks {missing}")
+            continue
+        if spec["kind"] not in KINDS:
+            found.append(f"{page.path}: figure {name!r} has kind {spec['kind']!r}, not one of {KINDS}")
+        for item in spec["data"]:
+            claim = item.get("claim") or spec.get("claim")
+            if claim not in page.claim_ids:
+                found.append(f"{page.path}: figure {name!r} names {claim!r}, which is no claim of this page")
+            keys = ("x", "y") if spec["kind"] == "line" else ("value",)
+            if not all(key in item for key in keys[-1:]):
+                found.append(f"{page.path}: figure {name!r}: each item needs {keys}")
+        if spec.get("bound") and spec["bound"] not in page.claim_ids:
+            found.append(f"{page.path}: figure {name!r} bound {spec['bound']!r} is no claim of this page")
+        if marker(name) not in text:
+            found.append(f"{page.path}: declares figure {name!r} but has no '{marker(name)}' line")
+    return found
+
+
+# --- reading the evidence -----------------------------------------------------------------------
+
+
+def first_report(page: Page, claim_id: str) -> dict:
+    for proof in page.proofs:
+        if claim_id in proof.claims:
+            found = current_evidence(proof.snippet, proof.claims)
+            if found is None:
+                raise MissingData(f"no current evidence for {proof.snippet}")
+            claim = next(c for c in found["claims"] if c["id"] == claim_id)
+            if not claim["reports"]:
+                raise MissingData(f"claim {claim_id} was not reported in the latest run")
+            return claim["reports"][0]
+    raise FigureError(f"{page.path}: {claim_id!r} is no claim of this page")
+
+
+def lookup(report: dict, key, claim_id: str):
+    """A number, or a dict of numbers, at `key` of a report; a number given directly is itself."""
+    if isinstance(key, (int, float)):
+        return key
+    value = report
+    for part in str(key).split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise MissingData(f"the evidence of {claim_id} has no {key}")
+        value = value[part]
+    if isinstance(value, dict):  # a dict of numbers, or of dicts of numbers (one level deeper)
+        return {
+            str(k): {str(i): number(w, f"{claim_id} {key}.{k}.{i}") for i, w in v.items()}
+            if isinstance(v, dict) else number(v, f"{claim_id} {key}.{k}")
+            for k, v in value.items()
+        }  # fmt: skip
+    return number(value, f"{claim_id} {key}")
+
+
+def number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MissingData(f"{where} is {value!r}, not a number")
+    return float(value)
+
+
+def resolve(spec: dict, page: Page) -> list:
+    """Bars: [(group, label, value)]; lines: [(label, [(x, y), ...])]. Raises MissingData."""
+    out = []
+    for item in spec["data"]:
+        claim = item.get("claim") or spec.get("claim")
+        report = first_report(page, claim)
+        label = str(item.get("label", item.get("value", claim)))
+        if spec["kind"] == "line":
+            y = item["y"]
+            if isinstance(y, list):
+                xs = [lookup(report, x, claim) for x in item.get("x") or range(1, len(y) + 1)]
+                points = list(zip(xs, (lookup(report, key, claim) for key in y)))
+            else:
+                values = lookup(report, y, claim)
+                if not isinstance(values, dict):
+                    raise FigureError(f"{page.path}: figure {spec['id']}: a single `y` key must name a dict")
+                points = sorted((float(k), v) for k, v in values.items())
+            out.append((label, points))
+        else:
+            value = lookup(report, item["value"], claim)
+            names = item.get("labels") or {}  # optional: nicer names for a dict's keys
+            if isinstance(value, dict) and all(isinstance(entry, dict) for entry in value.values()):
+                # {series: {group: number}}: one colour per outer key, grouped by the inner keys
+                out += [(names.get(g, g), names.get(s, s), v) for s, inner in value.items() for g, v in inner.items()]
+            elif isinstance(value, dict):
+                out += [(names.get(key, key), label, entry) for key, entry in value.items()]
+            else:
+                out.append((str(item.get("group", "")), label, value))
+    return out
+
+
+def bound_of(spec: dict, page: Page):
+    """(op, bound) of the claim named by `bound:`, or None."""
+    if not spec.get("bound"):
+        return None
+    report = first_report(page, spec["bound"])
+    return report.get("op"), report.get("bound")
+
+
+def show(value: float) -> str:
+    if value == 0:
+        return "0"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.3g}"
+
+
+def short(value: float) -> str:
+    """A label that fits on a bar: 83,460 -> 83.5k (the alt text keeps every digit)."""
+    for above, unit, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(value) >= above:
+            return f"{value / unit:.3g}{suffix}"
+    return show(value)
+
+
+def wrap(text: str, width: int = 14) -> str:
+    return textwrap.fill(str(text), width, break_long_words=False)
+
+
+def alt_text(spec: dict, resolved: list) -> str:
+    """The declared alt text, then every value drawn, so a reader who cannot see the figure loses nothing."""
+    if spec["kind"] == "line":
+        values = "; ".join(f"{label}: " + ", ".join(f"{show(x)} → {show(y)}" for x, y in points) for label, points in resolved)
+    else:
+        values = "; ".join(f"{group + ', ' if group else ''}{label}: {show(value)}" for group, label, value in resolved)
+    return f"{spec['alt'].strip().rstrip('.')}. Values: {values}."
+
+
+# --- drawing ------------------------------------------------------------------------------------
+
+
+def draw(spec: dict, resolved: list, bound=None) -> str:
+    """The figure as SVG text (matplotlib, no pyplot: nothing global is touched)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": spec["id"], "font.size": 11}):
+        figure = Figure(figsize=(6.4, 3.6), layout="constrained")
+        axes = figure.add_subplot()
+        if spec["kind"] == "line":
+            draw_lines(axes, spec, resolved)
+        else:
+            draw_bars(axes, resolved, log=spec["kind"] == "logbar")
+        if bound is not None:
+            draw_bound(axes, *bound)
+        axes.set_ylabel(wrap(spec.get("unit", ""), 28))
+        axes.spines[["top", "right"]].set_visible(False)
+        axes.grid(axis="y", alpha=0.3)
+        if axes.get_legend_handles_labels()[1]:
+            axes.legend(frameon=False, fontsize=9)
+        out = io.StringIO()
+        figure.savefig(out, format="svg", metadata={"Date": None})
+    return out.getvalue()
+
+
+def draw_bars(axes, resolved: list, log: bool) -> None:
+    """One bar per item, items of a group side by side, one colour per label.
+
+    A log scale cannot show 0: an exact 0 is a short hatched stub at the bottom, labelled 0.
+    """
+    if not any(group for group, _, _ in resolved):  # no groups: one bar per item, named by its label
+        resolved = [(label, label, value) for _, label, value in resolved]
+    groups = list(dict.fromkeys(group for group, _, _ in resolved))
+    labels = list(dict.fromkeys(label for _, label, _ in resolved))
+    colors = {label: COLORS[index % len(COLORS)] for index, label in enumerate(labels)}
+    positive = [value for _, _, value in resolved if value > 0]
+    floor = (min(positive) / 30 if positive else 1e-9) if log else 0
+    widest = max(sum(1 for g, _, _ in resolved if g == group) for group in groups)
+    width = 0.8 / widest
+    legend = len(labels) > 1 and widest > 1
+    for index, group in enumerate(groups):
+        members = [(label, value) for g, label, value in resolved if g == group]
+        start = index - width * (len(members) - 1) / 2
+        for offset, (label, value) in enumerate(members):
+            x = start + offset * width
+            stub = log and value <= 0
+            top = floor * 2.5 if stub else value
+            axes.bar(x, top - floor if log else top, width * 0.9, bottom=floor if log else 0, color=colors[label],
+                     alpha=0.45 if stub else 1, hatch="///" if stub else None,
+                     label=label if legend and label not in axes.get_legend_handles_labels()[1] else None)  # fmt: skip
+            axes.annotate(short(value), (x, top), ha="center", va="bottom", fontsize=9 if widest < 3 else 8,
+                          xytext=(0, 2), textcoords="offset points")  # fmt: skip
+    if log:
+        axes.set_yscale("log")
+        axes.set_ylim(floor, max(positive or [floor]) * 20)
+    else:
+        axes.set_ylim(0, (max(value for _, _, value in resolved) or 1) * 1.18)
+    axes.set_xticks(range(len(groups)), [wrap(group) for group in groups])
+    if log and len(positive) < len(resolved):  # a legend entry that says what the stub means
+        axes.bar(0, 0, 0, bottom=floor, color="#bbbbbb", hatch="///", label="hatched stub: exactly 0")
+    if not log:
+        axes.yaxis.set_major_formatter(lambda value, _: short(value))
+
+
+def draw_lines(axes, spec: dict, resolved: list) -> None:
+    for index, (label, points) in enumerate(resolved):
+        xs, ys = zip(*points)
+        color = COLORS[index % len(COLORS)]
+        axes.plot(xs, ys, "o-" if index == 0 else "s--", color=color, label=label)
+        for x, y in points:  # the first series labelled above its points, the others below
+            axes.annotate(show(y), (x, y), xytext=(6, 6 if index == 0 else -12), textcoords="offset points",
+                          fontsize=9, color=color)  # fmt: skip
+    xs = sorted({x for _, points in resolved for x, _ in points})
+    axes.set_xticks(xs, [show(x) for x in xs])
+    axes.set_xlabel(spec.get("x_label", ""))
+    axes.set_ylim(0, (max(y for _, points in resolved for _, y in points) or 1) * 1.2)
+
+
+def draw_bound(axes, op, bound) -> None:
+    if op == "in" and isinstance(bound, list) and len(bound) == 2:
+        axes.axhspan(bound[0], bound[1], color="#2a9d5c", alpha=0.15, zorder=0, label=f"expected {show(bound[0])} to {show(bound[1])}")
+    elif isinstance(bound, (int, float)) and not isinstance(bound, bool) and (bound > 0 or axes.get_yscale() != "log"):
+        name = {"<=": "tolerance", ">=": "bound", "==": "expected"}.get(op, "bound")
+        axes.axhline(bound, color="#2a9d5c", linestyle=":", linewidth=1.5, label=f"{name} {show(bound)}")
+
+
+# --- the site -----------------------------------------------------------------------------------
+
+
+def path_of(figure_id: str) -> str:
+    return f"{FIGURES_DIR}/{figure_id}.svg"
+
+
+def render_all(pages: list[Page]) -> dict[str, str]:
+    """{site path: SVG} for every declared figure whose evidence exists; checks ids are unique."""
+    rendered, seen = {}, {}
+    for page in pages:
+        wrong = problems(page)
+        if wrong:
+            raise FigureError("\n".join(wrong))
+        for spec in declared(page):
+            if spec["id"] in seen:
+                raise FigureError(f"figure id {spec['id']!r} is declared by {seen[spec['id']]} and {page.path}")
+            seen[spec["id"]] = page.path
+            try:
+                resolved = resolve(spec, page)
+                bound = bound_of(spec, page)
+            except MissingData:
+                continue
+            rendered[path_of(spec["id"])] = draw(spec, resolved, bound)
+    return rendered
+
+
+def placeholder(spec: dict, page: Page, why: str) -> str:
+    return "\n".join(
+        [
+            f'!!! info "Figure: {spec["title"]}"',
+            f"    Drawn from this machine's evidence at build time; {why}. Make it, then rebuild the site:",
+            "",
+            "    ```bash",
+            f"    python -m pytest verify -k {page.slug} && mkdocs build",
+            "    ```",
+        ]
+    )
+
+
+def place(markdown: str, page: Page, available) -> str:
+    """Each `<!-- figure: ID -->` line becomes the figure, or the command that makes it.
+
+    `available(site_path)` says whether the build holds the figure's SVG.
+    """
+    up = PurePosixPath(*([".."] * (len(page.path.relative_to(DOCS_DIR).parts) - 1)))
+    for spec in declared(page):
+        if marker(spec["id"]) not in markdown:
+            continue
+        try:
+            resolved = resolve(spec, page)
+            ready = available(path_of(spec["id"]))
+            why = "it is not built yet"
+        except MissingData as missing:
+            ready, why = False, str(missing)
+        if ready:
+            alt = alt_text(spec, resolved).replace("[", "(").replace("]", ")")
+            block = "\n".join(
+                [
+                    '<figure class="study-figure" markdown="1">',
+                    f"![{alt}]({(up / path_of(spec['id'])).as_posix()})",
+                    f"<figcaption>{spec['title']}. Drawn from this machine's latest evidence.</figcaption>",
+                    "</figure>",
+                ]
+            )
+        else:
+            block = placeholder(spec, page, why)
+        markdown = markdown.replace(marker(spec["id"]), block)
+    return markdown
+
+
+def unused_markers(markdown: str, page: Page) -> list[str]:
+    ids = {spec.get("id") for spec in declared(page)}
+    return [line for line in markdown.splitlines() if line.startswith("<!-- figure: ") and line[13:-4].strip() not in ids]
+
