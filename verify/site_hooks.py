@@ -225,7 +225,7 @@ from verify import labs as _labs  # noqa: E402
 
 _NOTEBOOK_CSS = "assets/notebook.css"  # the ~590 KB of notebook styles, written once instead of per page
 _EXTERNAL_SCRIPT = _re.compile(
-    r"<script[^>]*\bsrc=[\"']?(?:https?:)?//[^>]*>\s*</script>"  # MathJax from a CDN
+    r"<script[^>]*\bsrc=(?:[\"']?(?:https?:)?//[^>]*|\"\")>\s*</script>"  # MathJax from a CDN, or src=""
     r"|<script type=\"text/x-mathjax-config\">.*?</script>"
     r"|<script type=\"module\">(?:(?!</script>).)*?(?:https?:)?//cdn(?:(?!</script>).)*</script>",  # Mermaid
     _re.S,
@@ -243,8 +243,11 @@ def on_files(files, config):
     for file in files:
         name = _lab_name(file)
         executed = _labs.EXECUTED_DIR / f"{name}.ipynb" if name else None
-        if executed is not None and executed.exists() and hasattr(file, "file"):
-            file.file.abs_src_path = str(executed)  # mkdocs-jupyter's NotebookFile reads through to it
+        if executed is not None and executed.exists():
+            # mkdocs-jupyter's NotebookFile wraps the File (`.file`); abs_src_path is a cached
+            # property of each, so set it on both
+            for layer in {id(file): file, id(getattr(file, "file", file)): getattr(file, "file", file)}.values():
+                layer.abs_src_path = str(executed)
     return files
 
 

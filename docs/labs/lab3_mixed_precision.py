@@ -47,6 +47,7 @@ import socket
 import tempfile
 
 import torch
+import torch._dynamo  # noqa: F401  DDP imports it on first use: import once here, every forked worker inherits it
 from accelerate import Accelerator, notebook_launcher
 
 import _claims  # the project's claim reporter (snippets/_claims.py)
