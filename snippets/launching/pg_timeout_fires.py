@@ -13,6 +13,7 @@
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/pg_timeout_fires.py
 #   (~3 s: it waits for a timeout to fire and then 2 s more on the control)
 import datetime
+import gc
 import multiprocessing
 import os
 import queue
@@ -49,6 +50,7 @@ def free_port():
 
 def member(name, rank, port, init_kwargs, results):
     """One process of a forked 2-process group: rank 1 waits in all_reduce for a rank 0 that never comes."""
+    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
     inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
     distributed_c10d._world = distributed_c10d._World()  # a world with no group in it, as in a new process
     AcceleratorState._reset_state(reset_partial_state=True)
@@ -82,6 +84,7 @@ short_kwargs = InitProcessGroupKwargs(timeout=SHORT).to_kwargs()
 default_kwargs = InitProcessGroupKwargs().to_kwargs()  # its timeout field says 1800 s ... but is it passed?
 
 if accelerator.is_main_process:
+    gc.collect()  # free the parent's garbage (a destroyed process group, say) in the parent, before forking
     context = multiprocessing.get_context("fork")  # the child starts with torch already imported
     results = context.Queue()
     children = []
@@ -123,6 +126,8 @@ if accelerator.is_main_process:
         short_rank1=seen.get(("short", 1)),
         default_rank1=seen.get(("default", 1), "still waiting in all_reduce when killed"),
         control_waited_extra_s=CONTROL_EXTRA_S,
+        children_heard_from=sorted(f"{name}/{rank}" for name, rank in seen),
+        exit_codes=[child.exitcode for child in children],  # -9: killed by us at the end, as planned
     )
     _claims.equal(
         "default_group_timeout_is_30_minutes",

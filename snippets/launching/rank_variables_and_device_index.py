@@ -10,6 +10,7 @@
 # taken from LOCAL_RANK (accelerator.local_process_index) instead of the global rank.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/rank_variables_and_device_index.py
+import gc
 import multiprocessing
 import os
 import queue
@@ -50,6 +51,7 @@ def free_port():
 
 
 def worker(global_rank, port, results):
+    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
     inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
     distributed_c10d._world = distributed_c10d._World()
     AcceleratorState._reset_state(reset_partial_state=True)
@@ -75,6 +77,7 @@ def worker(global_rank, port, results):
 
 
 if accelerator.is_main_process:
+    gc.collect()  # free the parent's garbage (a destroyed process group, say) in the parent, before forking
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     port = free_port()

@@ -13,6 +13,7 @@
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/notebooks/notebook_launcher_cpu_trap.py
 import contextlib
+import gc
 import io
 import json
 import multiprocessing
@@ -63,6 +64,7 @@ def free_port():
 
 def kernel(case, results_dir, answers):
     """A fresh notebook kernel's process, then one notebook cell: notebook_launcher(train, ...)."""
+    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
     inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
     distributed_c10d._world = distributed_c10d._World()
     AcceleratorState._reset_state(reset_partial_state=True)
@@ -88,6 +90,7 @@ def kernel(case, results_dir, answers):
 
 
 def run_case(case):
+    gc.collect()  # free the parent's garbage (a destroyed process group, say) in the parent, before forking
     context = multiprocessing.get_context("fork")
     answers = context.Queue()
     with tempfile.TemporaryDirectory() as results_dir:
