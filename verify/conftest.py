@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from verify.labs import LabProof, load_labs, verify_labs
 from verify.pages import ROOT, all_proofs, load_pages
 from verify.runner import LaunchSettings
 from verify.session import verify_proofs
@@ -53,6 +54,9 @@ def pytest_generate_tests(metafunc):
         # A page with unusable front matter is a failing test of its own; the other pages still run.
         cases = [(page, None) for page in pages if page.error]
         cases += [(proof, claim) for proof in all_proofs(pages) for claim in proof.claims]
+        # Labs (docs/labs/*.py notebooks): executed by verify/labs.py, judged like snippets.
+        lab_proofs, broken_labs = load_labs()
+        cases += [(lab, None) for lab in broken_labs] + [(lab, claim) for lab in lab_proofs for claim in lab.claims]
         ids = [f"{owner.page}::{claim}" if claim else f"{owner.slug}::front-matter" for owner, claim in cases]
         metafunc.parametrize("claim", cases, ids=ids)
 
@@ -65,10 +69,13 @@ def verdicts(request):
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
-    return verify_proofs(
+    labs = [proof for proof in proofs if isinstance(proof, LabProof)]
+    proofs = [proof for proof in proofs if not isinstance(proof, LabProof)]
+    verdicts = verify_proofs(
         proofs, settings, work_dir, request.config.getoption("launch_mode"),
         reuse_evidence=request.config.getoption("reuse_evidence"),
     )  # fmt: skip
+    return {**verdicts, **verify_labs(labs, work_dir / "labs")}
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
 
-from verify import evidence, figures, study  # noqa: E402
+from verify import evidence, figures, lab_pages, study  # noqa: E402
 from verify.pages import DIFFICULTIES, DOCS_DIR, QUESTIONS, SNIPPETS_DIR, find_snippet, load_page, load_pages  # noqa: E402
 
 SOURCES = {
@@ -208,14 +208,6 @@ def on_config(config):
     return config
 
 
-def on_files(files, config):
-    """Study mode's generated files: the mock interview's questions and the figures."""
-    try:
-        return study.add_generated_files(files, config)
-    except figures.FigureError as error:
-        raise PluginError(str(error)) from None
-
-
 def topic_listing(folder: Path) -> str:
     """A topic's index page lists its questions with their difficulty."""
     pages = sorted(
@@ -246,3 +238,19 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if figures.unused_markers(markdown, meta_page):
         raise PluginError(f"{source}: places a figure it does not declare: {figures.unused_markers(markdown, meta_page)}")
     return figures.place(markdown, meta_page, lambda path: files.get_file_from_path(path) is not None)
+
+
+def on_files(files, config):
+    """Study mode's generated files (the mock interview's questions, the figures); labs from their executed copies."""
+    try:
+        return study.add_generated_files(lab_pages.use_executed_copies(files), config)
+    except figures.FigureError as error:
+        raise PluginError(str(error)) from None
+
+
+def on_page_content(html_text, page, config, files):
+    return lab_pages.lab_page_content(html_text, page, config, evidence_block)
+
+
+def on_post_page(output, page, config):
+    return lab_pages.self_contained(output, page, config)

@@ -1,0 +1,122 @@
+# RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: the launcher (torch elastic,
+# behind both torchrun and `accelerate launch`) writes them into each worker's environment; Accelerate
+# reads them. RANK is the global index over all nodes, LOCAL_RANK the index on this node: the device
+# index. Using the global rank as a device index (`torch.cuda.set_device(dist.get_rank())`) works on one
+# node and points past the last GPU on the second.
+# Part 1 reads the variables in this launch's own 2 ranks. Part 2: rank 0 forks 4 fresh processes with
+# the environment torchrun gives a job of 2 nodes x 2 processes; each builds its group through
+# PartialState(cpu=True) (env:// rendezvous at MASTER_ADDR:MASTER_PORT) and reports its indices.
+# Negative controls: the launcher process's own environment (none of the variables); the device index
+# taken from LOCAL_RANK (accelerator.local_process_index) instead of the global rank.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/rank_variables_and_device_index.py
+import gc
+import multiprocessing
+import os
+import queue
+import socket
+import time
+
+import psutil
+import torch.distributed as dist
+from accelerate import Accelerator, PartialState
+from accelerate.state import AcceleratorState
+from torch.distributed import distributed_c10d
+
+import _claims
+
+NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+NODES, PER_NODE = 2, 2  # the simulated job: 2 machines with 2 GPUs each
+HARD_DEADLINE_S = 60
+
+accelerator = Accelerator()
+
+# --- part 1: who sets the variables, and what Accelerate makes of them ---------------------------------
+mine = {name: os.environ.get(name) for name in NAMES}
+launcher = psutil.Process(os.getppid()).environ()  # the torch elastic agent = the `accelerate launch` process
+_claims.equal(
+    "launcher_sets_the_variables",
+    measured=[mine[name] is not None for name in NAMES],
+    control=[launcher.get(name) is not None for name in NAMES],  # the launcher's own environment
+    expected=[True] * len(NAMES),
+    values=mine,
+    accelerate=[accelerator.process_index, accelerator.local_process_index, accelerator.num_processes],
+)
+
+# --- part 2: 2 nodes x 2 processes, as torchrun would start them -------------------------------------
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def worker(global_rank, port, results):
+    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
+    inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
+    distributed_c10d._world = distributed_c10d._World()
+    AcceleratorState._reset_state(reset_partial_state=True)
+    for variable in [v for v in os.environ if v.startswith("TORCHELASTIC_")]:
+        del os.environ[variable]  # TORCHELASTIC_USE_AGENT_STORE would make every rank a client of a store nobody serves
+    os.environ.update(  # what torch elastic's LocalElasticAgent writes for this worker
+        RANK=str(global_rank), LOCAL_RANK=str(global_rank % PER_NODE), GROUP_RANK=str(global_rank // PER_NODE),
+        WORLD_SIZE=str(NODES * PER_NODE), LOCAL_WORLD_SIZE=str(PER_NODE),
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+    )  # fmt: skip
+    try:
+        state = PartialState(cpu=True)  # env:// rendezvous; on GPUs the device would be cuda:<local index>
+        results.put((global_rank, state.process_index, state.local_process_index, dist.get_rank(),
+                     dist.get_world_size(), None))  # fmt: skip
+        dist.barrier()  # everyone has reported before anyone leaves
+    except BaseException as error:  # noqa: BLE001
+        results.put((global_rank, None, None, None, None, repr(error)[-300:]))
+    finally:
+        results.close()
+        results.join_thread()  # put() hands the item to a feeder thread: flush it before leaving
+        del inherited
+        os._exit(0)
+
+
+if accelerator.is_main_process:
+    gc.collect()  # free the parent's garbage (a destroyed process group, say) in the parent, before forking
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    port = free_port()
+    children = [context.Process(target=worker, args=(r, port, results), daemon=True) for r in range(NODES * PER_NODE)]
+    rows = {}
+    try:
+        for child in children:
+            child.start()
+        deadline = time.monotonic() + HARD_DEADLINE_S
+        while len(rows) < len(children) and time.monotonic() < deadline:
+            try:
+                row = results.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            rows[row[0]] = row
+    finally:
+        for child in children:
+            child.join(timeout=5)
+        for child in children:
+            if child.is_alive():
+                child.kill()
+                child.join(timeout=5)
+    table = [rows.get(r) for r in range(NODES * PER_NODE)]
+    ok = all(row and row[5] is None for row in table)
+    _claims.equal(
+        "local_index_is_local_rank",
+        measured=[row[2] for row in table] if ok else table,
+        control=[row[1] for row in table] if ok else None,  # accelerate's process_index: the global rank
+        expected=[0, 1, 0, 1],
+        world_sizes=[row[4] for row in table] if ok else None,
+    )
+    _claims.equal(
+        "global_rank_as_device_index_misses_on_node_2",
+        # a node has PER_NODE GPUs, cuda:0 .. cuda:PER_NODE-1; count the processes that would pick a GPU
+        # that does not exist if they used the global rank as their device index
+        measured=sum(row[3] >= PER_NODE for row in table) if ok else None,
+        control=sum(row[2] >= PER_NODE for row in table) if ok else None,  # LOCAL_RANK as the index
+        expected=2,
+        device_index_from_global_rank=[row[3] for row in table] if ok else None,
+        device_index_from_local_rank=[row[2] for row in table] if ok else None,
+    )
+accelerator.wait_for_everyone()

@@ -1,0 +1,155 @@
+# notebook_launcher from a "notebook": what each started process sees, in three cases.
+#   1. notebook_launcher(train, num_processes=2) on a machine without GPUs: it prints "Launching
+#      training on 2 CUDAs" and starts 2 processes, but each one's Accelerator() finds no GPU and no CPU
+#      flag, so it runs alone (DistributedType.NO, 1 process): two copies of single-process training.
+#   2. the same with ACCELERATE_USE_CPU=true in the environment: one world of 2 processes on gloo.
+#   3. an Accelerator already created in the notebook's process: notebook_launcher refuses to start.
+# A Jupyter kernel is a process with torch and accelerate imported and no process group. Rank 0 of this
+# launch plays one per case: a forked child (torch already imported: no 5-s import) with Accelerate's
+# state and torch.distributed's world reset and the launcher's variables removed, which then calls
+# notebook_launcher, which forks the workers. Each child has a hard deadline and is killed in `finally`.
+# Negative controls: each case is the control of the other (the environment variable is the mechanism);
+# for 3, the same call without the Accelerator created first.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/notebooks/notebook_launcher_cpu_trap.py
+import contextlib
+import gc
+import io
+import json
+import multiprocessing
+import os
+import pathlib
+import queue
+import socket
+import tempfile
+import time
+
+import psutil
+import torch.distributed as dist
+from accelerate import Accelerator, notebook_launcher
+from accelerate.state import AcceleratorState
+from torch.distributed import distributed_c10d
+
+import _claims
+
+HARD_DEADLINE_S = 90
+LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                      "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE")  # fmt: skip
+
+accelerator = Accelerator()
+
+
+def train(results_dir):
+    """The notebook's training function: every process reports the world it sees."""
+    import torch
+
+    acc = Accelerator()  # created INSIDE the function, as notebook_launcher requires
+    total = torch.tensor([float(acc.process_index + 1)])  # a sum over the processes Accelerate numbered
+    if dist.is_initialized():
+        dist.all_reduce(total)
+    report = {"type": str(acc.distributed_type).split(".")[-1], "num_processes": acc.num_processes,
+              "process_index": acc.process_index, "torch_rank": dist.get_rank() if dist.is_initialized() else None,
+              "backend": dist.get_backend() if dist.is_initialized() else None,
+              "torch_world": dist.get_world_size() if dist.is_initialized() else None,
+              "local_rank_env": os.environ.get("LOCAL_RANK"), "sum": total.item()}  # fmt: skip
+    path = pathlib.Path(results_dir, f"{os.getpid()}.json")
+    path.write_text(json.dumps(report))
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def kernel(case, results_dir, answers):
+    """A fresh notebook kernel's process, then one notebook cell: notebook_launcher(train, ...)."""
+    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
+    inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
+    distributed_c10d._world = distributed_c10d._World()
+    AcceleratorState._reset_state(reset_partial_state=True)
+    for name in list(os.environ):
+        if name in LAUNCHER_VARIABLES or name.startswith(("TORCHELASTIC_", "ACCELERATE_", "PROOF_")):
+            del os.environ[name]
+    if case == "use_cpu":
+        os.environ["ACCELERATE_USE_CPU"] = "true"  # <- the one line that makes it work on CPU
+    printed, error = io.StringIO(), None
+    try:
+        if case == "accelerator_first":
+            Accelerator()  # a cell that created an Accelerator before the launch
+        with contextlib.redirect_stdout(printed):
+            notebook_launcher(train, args=(results_dir,), num_processes=2, use_port=free_port())
+    except BaseException as raised:  # noqa: BLE001
+        error = f"{type(raised).__name__}: {raised}"
+    finally:
+        answers.put((case, printed.getvalue(), error))
+        answers.close()
+        answers.join_thread()  # put() hands the item to a feeder thread: flush it before leaving
+        del inherited
+        os._exit(0)
+
+
+def run_case(case):
+    gc.collect()  # free the parent's garbage (a destroyed process group, say) in the parent, before forking
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    with tempfile.TemporaryDirectory() as results_dir:
+        # not a daemon: a daemonic process may not start children, and notebook_launcher starts two
+        child = context.Process(target=kernel, args=(case, results_dir, answers))
+        started = time.monotonic()
+        try:
+            child.start()
+            _, printed, error = answers.get(timeout=HARD_DEADLINE_S)
+        except queue.Empty:
+            printed, error = "", f"no answer within {HARD_DEADLINE_S} s"
+        finally:
+            child.join(timeout=10)
+            if child.is_alive():  # kill the kernel and the workers notebook_launcher forked under it
+                tree = psutil.Process(child.pid).children(recursive=True) + [psutil.Process(child.pid)]
+                for process in tree:
+                    process.kill()
+                psutil.wait_procs(tree, timeout=5)
+                child.join(timeout=5)
+        workers = [json.loads(p.read_text()) for p in sorted(pathlib.Path(results_dir).glob("*.json"))]
+    return {"printed": printed.strip(), "error": error, "workers": workers,
+            "seconds": round(time.monotonic() - started, 2)}  # fmt: skip
+
+
+if accelerator.is_main_process:
+    cases = {case: run_case(case) for case in ("plain", "use_cpu", "accelerator_first")}
+
+    def world(case):
+        """Per process: what Accelerate believes (type, number of processes) and torch's world size."""
+        return sorted([w["type"], w["num_processes"], w["torch_world"]] for w in cases[case]["workers"])
+
+    _claims.equal(
+        "plain_launch_gives_two_lone_processes",
+        measured=world("plain"),
+        control=world("use_cpu"),
+        expected=[["NO", 1, 2], ["NO", 1, 2]],  # torch has a group of 2; Accelerate sees 1 process
+        backends=[w["backend"] for w in cases["plain"]["workers"]],
+        printed=cases["plain"]["printed"],
+        sums=[w["sum"] for w in cases["plain"]["workers"]],
+        process_index_and_torch_rank=sorted([w["process_index"], w["torch_rank"]] for w in cases["plain"]["workers"]),
+        seconds=cases["plain"]["seconds"],
+    )
+    _claims.equal(
+        "use_cpu_gives_one_gloo_world_of_two",
+        measured=world("use_cpu"),
+        control=world("plain"),
+        expected=[["MULTI_CPU", 2, 2], ["MULTI_CPU", 2, 2]],
+        backends=[w["backend"] for w in cases["use_cpu"]["workers"]],
+        printed=cases["use_cpu"]["printed"],
+        sums=[w["sum"] for w in cases["use_cpu"]["workers"]],
+        seconds=cases["use_cpu"]["seconds"],
+    )
+    refused = lambda case: "should only be initialized inside your training function" in (cases[case]["error"] or "")  # noqa: E731
+    _claims.equal(
+        "refuses_when_an_accelerator_exists",
+        measured=refused("accelerator_first"),
+        control=refused("use_cpu"),  # the same call with no Accelerator created first
+        expected=True,
+        error=cases["accelerator_first"]["error"],
+        workers_started=len(cases["accelerator_first"]["workers"]),
+    )
+accelerator.wait_for_everyone()

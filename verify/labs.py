@@ -1,0 +1,206 @@
+"""Labs: notebooks under docs/labs/ that `pytest verify` executes top to bottom and judges like snippets.
+
+A lab is a jupytext percent-format `.py` (the source of truth; no outputs committed). Its header's
+`jupyter: proof:` block declares title, processes, timeout and claims, with the same schema as a
+page's proof. The runner executes it in a fresh Jupyter kernel (nbclient, errors not allowed), reads
+the claims its last cells reported through `_claims`, and turns them into the SnippetRun the judge
+already understands. Each claim must carry `world=[...]`: what every worker of its launch saw (rank,
+world_size, num_processes, backend), so the judge checks world size and backend as for a snippet.
+The executed notebook is kept in `.verify/labs/<lab>.ipynb`; the site shows it instead of the bare source.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from verify import evidence
+from verify.judge import Verdict, judge
+from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, parse_claim
+from verify.runner import LaunchSettings, RankOutcome, SnippetRun
+
+LABS_DIR = ROOT / "docs" / "labs"
+EXECUTED_DIR = Path(os.environ.get("VERIFY_LABS_DIR", ROOT / ".verify" / "labs"))
+CELL_TIMEOUT_S = 180
+SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
+         "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "PROOF_REPORT_FILE")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LabProof(Proof):
+    """A lab's declared claims; `snippet` is the lab's file name, found in the labs folder."""
+
+
+def lab_settings(proof: Proof) -> LaunchSettings:
+    # Labs set ACCELERATE_USE_CPU themselves: they run on gloo, whatever GPUs the machine has.
+    return LaunchSettings(num_processes=proof.world_size(2), use_cpu=True)
+
+
+def read_lab(path: Path) -> LabProof:
+    import jupytext
+
+    try:
+        declared = jupytext.read(path).metadata.get("proof")
+    except Exception as error:  # noqa: BLE001  a lab that jupytext cannot read fails alone
+        raise PageError(f"{path}: not a readable jupytext notebook: {error}") from None
+    if not isinstance(declared, dict) or not isinstance(declared.get("claims"), dict) or not declared["claims"]:
+        raise PageError(f"{path}: its header declares no `jupyter: proof: claims:`")
+    return LabProof(
+        page=path.stem,
+        snippet=path.name,
+        claims={str(key): parse_claim(path, str(key), value) for key, value in declared["claims"].items()},
+        timeout=float(declared.get("timeout", DEFAULT_TIMEOUT_S)),
+        processes=int(declared["processes"]) if declared.get("processes") else None,
+        snippets_dir=path.parent,
+    )
+
+
+def lab_paths(labs_dir: Path = LABS_DIR) -> list[Path]:
+    return sorted(p for p in labs_dir.glob("*.py") if not p.name.startswith("_")) if labs_dir.exists() else []
+
+
+def load_labs(labs_dir: Path = LABS_DIR) -> tuple[list[LabProof], list[Page]]:
+    """Every lab's proof, and a Page carrying the error of each lab whose header cannot be used."""
+    proofs, broken = [], []
+    for path in lab_paths(labs_dir):
+        try:
+            proofs.append(read_lab(path))
+        except PageError as error:
+            broken.append(Page(slug=path.stem, path=path, meta={}, error=str(error)))
+    return proofs, broken
+
+
+def kernel_environment(report_file: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in SCRUB and not k.startswith(("TORCHELASTIC_", "ACCELERATE_"))}
+    env["PROOF_REPORT_FILE"] = report_file
+    env["PYTHONPATH"] = os.pathsep.join([str(SNIPPETS_DIR), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def failing_cell(notebook) -> str | None:
+    """'cell N (first line)' of the first code cell whose outputs hold an error."""
+    for number, cell in enumerate(notebook.cells, start=1):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") == "error":
+                first = next((line for line in cell.source.splitlines() if line.strip()), "")
+                return f"cell {number} ({first.strip()[:80]!r}) raised {output.get('ename')}: {output.get('evalue')}"
+    return None
+
+
+def kill_kernel_tree(client) -> None:
+    """The kernel and whatever it forked (notebook_launcher's workers): nothing may outlive a lab."""
+    import psutil
+
+    try:
+        pid = client.km.provisioner.pid
+        kernel = psutil.Process(pid)
+    except Exception:  # noqa: BLE001  no kernel, or already gone
+        return
+    victims = kernel.children(recursive=True) + [kernel]
+    for victim in victims:
+        try:
+            victim.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(victims, timeout=10)
+
+
+def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR) -> SnippetRun:
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    report_file = str(work_dir / f"{proof.name}.rank{{rank}}.claims.jsonl")
+    notebook = jupytext.read(proof.path)
+    client = NotebookClient(
+        notebook, timeout=min(CELL_TIMEOUT_S, proof.timeout), kernel_name="python3", allow_errors=False,
+        resources={"metadata": {"path": str(work_dir)}},  # the kernel's working directory
+    )  # fmt: skip
+    started = time.monotonic()
+    status, problem = "finished", None
+    cell_seconds = []
+    try:
+        client.execute(env=kernel_environment(report_file))
+    except CellTimeoutError as error:
+        status = "hung"
+        problem = f"lab {proof.snippet}: a cell ran past {client.timeout:.0f} s: {str(error)[:400]}"
+    except CellExecutionError:
+        status = "crashed"
+        problem = f"lab {proof.snippet}: {failing_cell(notebook) or 'a cell raised'}"
+    except DeadKernelError as error:
+        status, problem = "crashed", f"lab {proof.snippet}: the kernel died: {error}"
+    finally:
+        kill_kernel_tree(client)
+    seconds = time.monotonic() - started
+    for number, cell in enumerate(notebook.cells, start=1):  # nbclient records when each cell ran
+        timing = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+            took = datetime.datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00")) - \
+                datetime.datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
+            cell_seconds.append([number, round(took.total_seconds(), 2)])
+    if executed_dir is not None:
+        executed_dir.mkdir(parents=True, exist_ok=True)
+        notebook.metadata["verify"] = {"status": status, "problem": problem, "seconds": round(seconds, 2),
+                                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+        nbformat.write(notebook, executed_dir / f"{proof.name}.ipynb")
+
+    reports = []
+    for claims_file in sorted(work_dir.glob(f"{proof.name}.rank*.claims.jsonl")):
+        reports += [json.loads(line) for line in claims_file.read_text().splitlines() if line.strip()]
+    info = {"mode": "lab", "command": f"nbclient {proof.path.relative_to(ROOT)}", "lab_seconds": round(seconds, 2),
+            "cell_seconds": cell_seconds}
+    if status != "finished":
+        return SnippetRun(proof.name, str(proof.path), status, {}, problem, None, info)
+    worlds = [report.get("details", {}).get("world") for report in reports]
+    if not reports or any(not isinstance(world, list) or not world for world in worlds):
+        problem = f"lab {proof.snippet}: every claim must report world=[what each worker saw]; got {worlds}"
+        return SnippetRun(proof.name, str(proof.path), "crashed", {}, problem, None, info)
+    ranks = {}
+    for entry in worlds[0]:  # the kernel judged; the workers' world is the state the judge checks
+        rank = int(entry.get("rank", -1))
+        state = {
+            "torch_world_size": entry.get("world_size"),
+            "accelerate_num_processes": entry.get("num_processes"),
+            "backend": entry.get("backend"),
+            "distributed_type": entry.get("distributed_type"),
+            "device": entry.get("device"),
+        }
+        ranks[rank] = RankOutcome(rank=rank, state=state, reports=[], finished=True, seconds=seconds)
+    for report in reports:  # the claims were reported once, by the notebook's kernel (rank 0's view)
+        report["torch_rank"], report["rank"] = report.get("rank"), 0
+    if 0 in ranks:
+        ranks[0].reports = reports
+    return SnippetRun(proof.name, str(proof.path), "finished", ranks, None, seconds, info)
+
+
+def verify_labs(
+    proofs: list[LabProof], work_dir: Path, evidence_dir: Path | None = evidence.EVIDENCE_DIR,
+    executed_dir: Path | None = EXECUTED_DIR,
+) -> dict[tuple[str, str, str], Verdict]:  # fmt: skip
+    """(lab, lab file, claim id) -> verdict, with evidence written as for a snippet."""
+    verdicts = {}
+    for proof in proofs:
+        settings = lab_settings(proof)
+        run = run_lab(proof, work_dir / proof.name, executed_dir)
+        proof_verdicts = judge(proof, run, settings)
+        if evidence_dir is not None:
+            evidence.write(evidence.record(proof, run, proof_verdicts, settings), evidence_dir)
+        for verdict in proof_verdicts:
+            verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
+    return verdicts
+
+
+if __name__ == "__main__":  # python -m verify.labs docs/labs/lab1_first_distributed_run.py
+    for argument in sys.argv[1:]:
+        lab = read_lab(Path(argument).resolve())
+        for verdict in verify_labs([lab], ROOT / ".verify" / "runs" / "labs-by-hand").values():
+            print("PASS" if verdict.passed else "FAIL", verdict.reason)
