@@ -22,7 +22,7 @@ from pathlib import Path
 from verify import evidence
 from verify.judge import Verdict, judge
 from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, parse_claim
-from verify.runner import LaunchSettings, RankOutcome, SnippetRun
+from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
 
 LABS_DIR = ROOT / "docs" / "labs"
 EXECUTED_DIR = Path(os.environ.get("VERIFY_LABS_DIR", ROOT / ".verify" / "labs"))
@@ -96,20 +96,11 @@ def failing_cell(notebook) -> str | None:
 
 def kill_kernel_tree(client) -> None:
     """The kernel and whatever it forked (notebook_launcher's workers): nothing may outlive a lab."""
-    import psutil
-
     try:
         pid = client.km.provisioner.pid
-        kernel = psutil.Process(pid)
     except Exception:  # noqa: BLE001  no kernel, or already gone
         return
-    victims = kernel.children(recursive=True) + [kernel]
-    for victim in victims:
-        try:
-            victim.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(victims, timeout=10)
+    kill_processes([pid])
 
 
 def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR) -> SnippetRun:

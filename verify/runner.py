@@ -168,10 +168,10 @@ class Launchers:
             process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
 
-def kill_tree(process: Launchers, extra_pids=()) -> None:
-    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their own)."""
+def kill_processes(roots=(), extra_pids=()) -> None:
+    """SIGKILL each root pid with every process under it, and the extra pids; wait until they are gone."""
     victims = []
-    for pid in process.pids:
+    for pid in roots:
         try:
             parent = psutil.Process(pid)
             victims += parent.children(recursive=True) + [parent]
@@ -188,6 +188,11 @@ def kill_tree(process: Launchers, extra_pids=()) -> None:
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(victims, timeout=10)
+
+
+def kill_tree(process: Launchers, extra_pids=()) -> None:
+    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their own)."""
+    kill_processes(process.pids, extra_pids)
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
