@@ -1,9 +1,11 @@
 """Run the proofs against other Accelerate releases, with the same torch, and check the claims' version ranges.
 
-    python -m verify.matrix 0.17.1 0.27.2 0.34.2 1.0.1 1.15.0        # every proof, each release
-    python -m verify.matrix 0.34.2 -k gradient-accumulation          # one page
+    python -m verify.matrix 0.17.1 0.27.2 0.34.2 1.0.1 1.15.0        # the proofs with version statements
+    python -m verify.matrix --all 0.34.2 1.15.0                       # every proof, each release
+    python -m verify.matrix --all 0.34.2 -k gradient-accumulation     # one page
 
-Each release is installed once, without dependencies, into `.verify/releases/accelerate-X` (torch stays
+By default it runs the proofs that make a version statement (a claim with `since:` or `until:`);
+`--all` runs every proof. Each release is installed once, without dependencies, into `.verify/releases/accelerate-X` (torch stays
 the pinned one) and put first on the path of the harness and of every launched rank. The release that is
 installed in the environment runs as it is. Evidence of each release goes to `.verify/matrix/X/`.
 
@@ -98,7 +100,7 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
     return rows
 
 
-def run_release(release: str, selection: str | None, nproc: int, pinned: bool) -> None:
+def run_release(release: str, selection: str | None, nproc: int, pinned: bool, everything: bool) -> None:
     """In a process of its own: the release first on the path, then the suite, then the judgement."""
     from verify.pages import all_proofs, load_pages
     from verify.runner import LaunchSettings
@@ -107,6 +109,8 @@ def run_release(release: str, selection: str | None, nproc: int, pinned: bool) -
     from verify.evidence import EVIDENCE_DIR
 
     proofs = [p for p in all_proofs(load_pages()) if not selection or re.search(selection, f"{p.page} {p.snippet}")]
+    if not everything:  # by default the proofs that make version statements: the ones the matrix judges
+        proofs = [p for p in proofs if any(c.since or c.until for c in p.claims.values())]
     # The installed release shares `pytest verify`'s evidence, reused wherever nothing changed since.
     # (The parent decides which release is installed: in here the release on the path is the one seen.)
     evidence_dir = EVIDENCE_DIR if pinned else MATRIX_DIR / release
@@ -123,13 +127,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("releases", nargs="+", help="Accelerate releases, e.g. 0.17.1 1.0.1 1.15.0")
     parser.add_argument("-k", dest="selection", help="a regular expression on 'page snippet'")
+    parser.add_argument(
+        "--all", dest="everything", action="store_true",
+        help="every proof, not only those with a version-ranged claim (old releases lack many APIs: slow)",
+    )  # fmt: skip
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--run-release", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.run_release:  # the child: its path already starts with the release
-        run_release(args.releases[0], args.selection, args.nproc, args.pinned)
+        run_release(args.releases[0], args.selection, args.nproc, args.pinned, args.everything)
         return 0
 
     failures = 0
@@ -143,6 +151,8 @@ def main(argv=None) -> int:
             command += ["-k", args.selection]
         if folder is None:
             command.append("--pinned")
+        if args.everything:
+            command.append("--all")
         subprocess.run(command, env=env, cwd=ROOT, check=True)
         rows = json.loads((MATRIX_DIR / release / "matrix.json").read_text())["claims"]
         counts = {kind: sum(row["outcome"] == kind for row in rows) for kind in ("holds", "fails", "cannot run")}
