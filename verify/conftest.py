@@ -75,10 +75,11 @@ def verdicts(request):
     # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
     # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs")
+        reuse = request.config.getoption("reuse_evidence")
+        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", reuse_evidence=reuse)
         verdicts = verify_proofs(
             proofs, settings, work_dir, request.config.getoption("launch_mode"),
-            reuse_evidence=request.config.getoption("reuse_evidence"),
+            reuse_evidence=reuse,
         )  # fmt: skip
         return {**verdicts, **lab_verdicts.result()}
 

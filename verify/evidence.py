@@ -56,6 +56,20 @@ def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDEN
     return found if all(claim["passed"] for claim in found["claims"]) else None
 
 
+def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> list | None:
+    """The verdicts recorded in reusable evidence of this proof, or None when it must run again."""
+    from verify.judge import Verdict
+
+    found = reusable(proof, settings, evidence_dir)
+    if found is None:
+        return None
+    return [
+        Verdict(proof.page, proof.snippet, claim["id"], True, "reused: " + claim["reason"],
+                [{**report, "claim": claim["id"]} for report in claim["reports"]])
+        for claim in found["claims"]
+    ]  # fmt: skip
+
+
 def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: LaunchSettings) -> dict:
     ranks = run.ranks if run else {}
     states = {str(rank): outcome.state for rank, outcome in sorted(ranks.items())}

@@ -175,12 +175,16 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
 
 def verify_labs(
     proofs: list[LabProof], work_dir: Path, evidence_dir: Path | None = evidence.EVIDENCE_DIR,
-    executed_dir: Path | None = EXECUTED_DIR,
+    executed_dir: Path | None = EXECUTED_DIR, reuse_evidence: bool = False,
 ) -> dict[tuple[str, str, str], Verdict]:  # fmt: skip
     """(lab, lab file, claim id) -> verdict, with evidence written as for a snippet."""
     verdicts = {}
     for proof in proofs:
         settings = lab_settings(proof)
+        reused = evidence.reused_verdicts(proof, settings, evidence_dir) if reuse_evidence and evidence_dir else None
+        if reused is not None:
+            verdicts.update({(proof.page, proof.snippet, verdict.claim): verdict for verdict in reused})
+            continue
         run = run_lab(proof, work_dir / proof.name, executed_dir)
         proof_verdicts = judge(proof, run, settings)
         if evidence_dir is not None:

@@ -84,10 +84,12 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
             result = outcome(recorded, evidence) if recorded else "not run"
             ranged = claim.since is not None or claim.until is not None
             expected = in_range(release, claim.since, claim.until)
-            if result in ("not run", "launch failed"):
-                verdict = result
+            if result == "launch failed":
+                verdict = result  # the release itself did not start: always a failure of the matrix
             elif not ranged:
-                verdict = "shown"  # no version statement to check
+                verdict = "shown"  # no version statement to check (skipped proofs included)
+            elif result == "not run":
+                verdict = result
             elif expected:
                 verdict = "agrees" if result == "holds" else f"{result} inside its range"
             else:

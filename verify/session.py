@@ -51,14 +51,16 @@ def verify_proofs(
     """
     verdicts = {}
     if reuse_evidence and evidence_dir is not None:
+        still_to_run = []
         for proof in proofs:
-            found = None if skip_reason(proof, settings) else evidence.reusable(proof, settings_for(proof, settings), evidence_dir)
-            for claim in (found or {}).get("claims", []):
-                reports = [{**report, "claim": claim["id"]} for report in claim["reports"]]
-                verdict = Verdict(proof.page, proof.snippet, claim["id"], True, "reused: " + claim["reason"], reports)
-                verdicts[(proof.page, proof.snippet, claim["id"])] = verdict
-        reused = {(page, snippet) for page, snippet, _ in verdicts}
-        proofs = [proof for proof in proofs if (proof.page, proof.snippet) not in reused]
+            reused = None if skip_reason(proof, settings) else evidence.reused_verdicts(
+                proof, settings_for(proof, settings), evidence_dir
+            )  # fmt: skip
+            for verdict in reused or []:
+                verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
+            if reused is None:
+                still_to_run.append(proof)
+        proofs = still_to_run
     runnable = [p for p in proofs if p.path.exists() and not skip_reason(p, settings)]
     # One launch configuration per process count; each snippet runs once whichever pages name it.
     groups: dict[tuple[int, int], tuple[LaunchSettings, dict[str, SnippetSpec]]] = {}
