@@ -53,7 +53,8 @@ def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDEN
     found = read(proof.snippet, evidence_dir) if proof.path.exists() else None
     if not found or found.get("fingerprint") != fingerprint(proof, settings):
         return None
-    return found if all(claim["passed"] for claim in found["claims"]) else None
+    # every claim as declared: holding, or (outside its release range) not holding
+    return found if all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"]) else None
 
 
 def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> list | None:
@@ -64,7 +65,7 @@ def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path =
     if found is None:
         return None
     return [
-        Verdict(proof.page, proof.snippet, claim["id"], True, "reused: " + claim["reason"],
+        Verdict(proof.page, proof.snippet, claim["id"], claim["passed"], "reused: " + claim["reason"],
                 [{**report, "claim": claim["id"]} for report in claim["reports"]])
         for claim in found["claims"]
     ]  # fmt: skip
