@@ -24,8 +24,10 @@ def text_of(html: str) -> str:
     return re.sub(r"<[^>]+>", "", html).replace("&#39;", "'").replace("&quot;", '"').replace("&amp;", "&")
 
 
-def build(site_dir: Path, evidence_dir: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, VERIFY_EVIDENCE_DIR=str(evidence_dir), NO_MKDOCS_2_WARNING="1")
+def build(site_dir: Path, evidence_dir: Path, labs_dir: Path | None = None) -> subprocess.CompletedProcess:
+    """A strict build from this evidence, and from these executed labs (none unless given)."""
+    labs_dir = labs_dir or evidence_dir / "no-executed-labs"
+    env = dict(os.environ, VERIFY_EVIDENCE_DIR=str(evidence_dir), VERIFY_LABS_DIR=str(labs_dir), NO_MKDOCS_2_WARNING="1")
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -108,3 +110,20 @@ def test_study_mode_is_built(site_without_evidence):
 
 
 # The real-browser checks (search in English and Chinese, and study mode) are in tests/test_browser.py.
+
+
+def test_a_lab_page_builds_from_its_executed_copy(tmp_path):
+    # After `pytest verify` ran the labs, the site renders their executed notebooks (outside docs/).
+    import jupytext
+
+    executed = tmp_path / "labs"
+    executed.mkdir()
+    source = sorted((ROOT / "docs" / "labs").glob("lab*.py"))[0]
+    notebook = jupytext.read(source)
+    notebook.metadata["verify"] = {"date": "2026-11-30", "seconds": 1.0, "status": "finished"}
+    jupytext.write(notebook, executed / f"{source.stem}.ipynb")
+    site = tmp_path / "site"
+    result = build(site, tmp_path / "evidence", executed)
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (site / "labs" / source.stem / "index.html").read_text()
+    assert "Outputs of the latest" in text_of(page)

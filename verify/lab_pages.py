@@ -25,7 +25,7 @@ _EXTERNAL_SCRIPT = _re.compile(
 _STYLE = _re.compile(r"<style type=\"text/css\">(.*?)</style>", _re.S)
 
 
-def _lab_name(file) -> str | None:
+def lab_name(file) -> str | None:
     uri = getattr(file, "src_uri", "") or ""
     return Path(uri).stem if uri.startswith("labs/") and uri.endswith(".py") else None
 
@@ -33,7 +33,7 @@ def _lab_name(file) -> str | None:
 def use_executed_copies(files):
     """A lab with an executed copy from `pytest verify` is rendered from that copy."""
     for file in files:
-        name = _lab_name(file)
+        name = lab_name(file)
         executed = _labs.EXECUTED_DIR / f"{name}.ipynb" if name else None
         if executed is not None and executed.exists():
             # mkdocs-jupyter's NotebookFile wraps the File (`.file`); abs_src_path is a cached
@@ -58,7 +58,7 @@ def _lab_banner(name: str) -> str:
 
 
 def lab_page_content(html_text, page, config, evidence_block):
-    name = _lab_name(page.file)
+    name = lab_name(page.file)
     if not name:
         return html_text
     proof = _labs.read_lab(_labs.LABS_DIR / f"{name}.py")
@@ -69,7 +69,7 @@ def lab_page_content(html_text, page, config, evidence_block):
 
 
 def self_contained(output, page, config):
-    if not _lab_name(page.file):
+    if not lab_name(page.file):
         return output
     output = _EXTERNAL_SCRIPT.sub("", output)  # nothing on a lab page is requested from another host
     styles = _STYLE.findall(output)

@@ -218,6 +218,8 @@ def topic_listing(folder: Path) -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    if lab_pages.lab_name(page.file):  # a notebook: mkdocs-jupyter renders it, lab_pages adds its evidence
+        return markdown
     source = Path(page.file.abs_src_path)
     if "<!-- question-index -->" in markdown:
         markdown = markdown.replace("<!-- question-index -->", study.question_table(config["nav"] or [], source))
