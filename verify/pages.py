@@ -6,6 +6,7 @@ by its file name alone, and file names are unique across the snippets folder.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ SNIPPETS_DIR = ROOT / "snippets"
 QUESTIONS = "questions"
 DEFAULT_TIMEOUT_S = 120.0
 DIFFICULTIES = ("junior", "mid", "senior")
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the site reads every page often
 
 
 class PageError(ValueError):
@@ -114,7 +116,7 @@ def front_matter(path: Path) -> dict:
     if len(parts) < 2:
         raise PageError(f"{path}: front matter opened with '---' is never closed")
     try:
-        meta = yaml.safe_load(parts[0][3:])
+        meta = yaml.load(parts[0][3:], Loader=SAFE_LOADER)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)  # the header starts on line 1, as in the file
@@ -171,6 +173,12 @@ def parse_proofs(path: Path, meta: dict, snippets_dir: Path) -> tuple:
 
 def load_page(path: Path, snippets_dir: Path = SNIPPETS_DIR) -> Page:
     """The page and its proofs; a page whose front matter is unusable comes back with `error` set."""
+    return _load_page(path, path.stat().st_mtime_ns, snippets_dir)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_page(path: Path, _modified_ns: int, snippets_dir: Path) -> Page:
+    """Read once per version of the file: the site's hooks ask for each page many times per build."""
     try:
         meta = front_matter(path)
         return Page(slug=path.stem, path=path, meta=meta, proofs=parse_proofs(path, meta, snippets_dir))
