@@ -48,13 +48,24 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
     return digest.hexdigest()
 
 
+def as_declared(claim: dict) -> bool:
+    """A recorded claim came out as its page says: it held, or (outside its release range) it did not."""
+    return claim["passed"] == claim.get("expected_here", True)
+
+
+def matches_claims(found: dict, declared: dict) -> bool:
+    """The evidence speaks for the claims the page makes now (same ids, same statements)."""
+    return {claim["id"] for claim in found["claims"]} == set(declared) and all(
+        claim.get("statement") == declared[claim["id"]].says for claim in found["claims"]
+    )
+
+
 def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     """The latest evidence of this proof if nothing it depends on has changed since, and every claim held."""
     found = read(proof.snippet, evidence_dir) if proof.path.exists() else None
     if not found or found.get("fingerprint") != fingerprint(proof, settings):
         return None
-    # every claim as declared: holding, or (outside its release range) not holding
-    return found if all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"]) else None
+    return found if all(as_declared(claim) for claim in found["claims"]) else None
 
 
 def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> list | None:
@@ -75,12 +86,13 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
     ranks = run.ranks if run else {}
     states = {str(rank): outcome.state for rank, outcome in sorted(ranks.items())}
     first = next((state for state in states.values() if state), {}) or {}
+    installed = versions()
     return {
         "page": proof.page,
         "snippet": proof.snippet,
         "fingerprint": fingerprint(proof, settings) if proof.path.exists() else None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": versions(),
+        "versions": installed,
         "platform": platform.platform(),
         "asked": {
             "num_processes": settings.num_processes,
@@ -98,7 +110,7 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
             {
                 "id": v.claim,
                 "statement": proof.claims[v.claim].says,
-                "expected_here": proof.claims[v.claim].holds_on(versions()["accelerate"] or "0"),
+                "expected_here": proof.claims[v.claim].holds_on(installed["accelerate"] or "0"),
                 "control_removes": proof.claims[v.claim].control,
                 "passed": v.passed,
                 "reason": v.reason,

@@ -51,11 +51,9 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
     claims = "\n\n" + indent("\n".join(f"- {anchor(claim)}**{claim}**: {declared[claim].says}" for claim in declared))
     if not found:
         return '!!! info "No evidence from this machine yet"\n' + rerun + claims
-    if {claim["id"] for claim in found["claims"]} != set(declared) or any(
-        claim.get("statement") != declared[claim["id"]].says for claim in found["claims"]
-    ):
+    if not evidence.matches_claims(found, declared):
         return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun + claims
-    passed = all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"])
+    passed = all(evidence.as_declared(claim) for claim in found["claims"])
     versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
     rows = ["| claim | rank | measured | expected | negative control: what it removes, its value | verdict |",
             "|---|---|---|---|---|---|"]  # fmt: skip
@@ -80,7 +78,7 @@ def evidence_block(snippet: str, slug: str, declared: dict) -> str:
         if first.get("details"):
             measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
             details.append(f"    <br>rank {first['rank']} also measured: {measured}")
-    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if c["passed"] != c.get("expected_here", True)]
+    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if not evidence.as_declared(c)]
     seconds = found.get("snippet_seconds")
     timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
     body = "\n".join(

@@ -55,11 +55,7 @@ def current_evidence(snippet: str, declared: dict) -> dict | None:
     found = evidence.read(snippet)
     if not found:
         return None
-    if {claim["id"] for claim in found["claims"]} != set(declared) or any(
-        claim.get("statement") != declared[claim["id"]].says for claim in found["claims"]
-    ):
-        return None
-    return found
+    return found if evidence.matches_claims(found, declared) else None
 
 
 def proof_status(page: Page) -> tuple[str, str]:
@@ -69,7 +65,7 @@ def proof_status(page: Page) -> tuple[str, str]:
         found = current_evidence(proof.snippet, proof.claims)
         if found is None:
             (skipped if proof.requires == "cuda" else missing).append(proof.snippet)
-        elif found["claims"] and all(claim["passed"] == claim.get("expected_here", True) for claim in found["claims"]):
+        elif found["claims"] and all(evidence.as_declared(claim) for claim in found["claims"]):
             passed.append(proof.snippet)
         else:
             failed.append(proof.snippet)
@@ -215,7 +211,7 @@ def measured_note(page: Page, claim_id: str) -> str:
         if not claim or not claim["reports"]:
             return ""
         report = claim["reports"][0]
-        verdict = "" if claim["passed"] == claim.get("expected_here", True) else " **FAILED**"
+        verdict = "" if evidence.as_declared(claim) else " **FAILED**"
         return (
             f" — measured `{show_number(report['measured'])}`, control `{show_number(report['control'])}`"
             f" ({found['date'][:10]}){verdict}"
