@@ -50,3 +50,27 @@ def ddp_does_not_wait_for_peers(patch):
         self.register_comm_hook(None, no_communication)
 
     patch.wrap(DistributedDataParallel, "__init__", init)
+
+
+@mutant("rowwise-parallel-skips-all-reduce", "a row-parallel Linear returns its rank's partial sum without the all-reduce")
+def rowwise_parallel_skips_all_reduce(patch):
+    from torch.distributed.tensor.parallel import RowwiseParallel
+
+    def partial_sum(original, output_layouts, use_local_output, mod, outputs, device_mesh):
+        return outputs.to_local()  # the Partial placement is never redistributed: no all-reduce
+
+    patch.wrap(RowwiseParallel, "_prepare_output_fn", partial_sum)
+
+
+@mutant("colwise-parallel-replicates-weights", "a column-parallel Linear keeps the whole weight on every rank")
+def colwise_parallel_replicates_weights(patch):
+    import torch
+    from torch.distributed.tensor import Replicate, distribute_tensor
+    from torch.distributed.tensor.parallel import ColwiseParallel
+
+    def replicate(original, self, name, module, device_mesh):
+        for param_name, param in list(module.named_parameters()):
+            replicated = torch.nn.Parameter(distribute_tensor(param, device_mesh, [Replicate()]))
+            module.register_parameter(param_name, replicated)
+
+    patch.wrap(ColwiseParallel, "_partition_linear_fn", replicate)
