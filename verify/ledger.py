@@ -230,8 +230,7 @@ def link_text(text: str) -> str:
 def source_cell(entry: Entry, from_page: Path, docs_dir: Path) -> str:
     source = entry.source
     if source.get("kind") == "handout":
-        label = f"{HANDOUTS[source['ref']]}: {source['title']}"
-        main = f"[{link_text(label)}]({relative_link('errata.md', from_page, docs_dir)})"
+        main = f"[{link_text(source['title'])}]({relative_link('errata.md', from_page, docs_dir)})"
     else:
         main = f"[{link_text(source['title'])}]({source['url']})"
     if entry.also:
@@ -262,14 +261,15 @@ def render(from_page: Path, data: dict | None = None, docs_dir: Path = DOCS_DIR)
     total = counts(items)
     kinds = data["kinds"]
     lines = [
-        f"**{total['total']} questions** from {len(total['kinds'])} kinds of source: "
-        + ", ".join(f"{count} from {kinds[kind]}" for kind, count in sorted(total["kinds"].items(), key=lambda kv: -kv[1]))
-        + ".",
+        f"**{total['total']} questions** from {len(total['kinds'])} kinds of source. Answered fully by a page: "
+        f"**{total['statuses']['answered']}** ({100 * total['answered_share']:.0f}% of the {total['in_scope']} in "
+        f"scope); partly: {total['statuses']['partly']}; not yet: {total['statuses']['not yet']}; out of scope: "
+        f"{total['statuses']['out of scope']}.",
         "",
-        f"Answered fully by a page: **{total['statuses']['answered']}** "
-        f"({100 * total['answered_share']:.0f}% of the {total['in_scope']} in scope); "
-        f"partly: {total['statuses']['partly']}; not yet: {total['statuses']['not yet']}; "
-        f"out of scope: {total['statuses']['out of scope']}.",
+        "| source | questions |",
+        "|---|---|",
+        *(f"| {cell(kinds[kind])} | {count} |"
+          for kind, count in sorted(total["kinds"].items(), key=lambda kv: -kv[1])),  # fmt: skip
         "",
         "| cluster | questions | answered | partly | not yet | out of scope |",
         "|---|---|---|---|---|---|",
