@@ -138,3 +138,10 @@ def p2p_exchange_delivers_own_data(patch):
         return []
 
     patch.wrap(dist, "batch_isend_irecv", loopback)
+
+
+@mutant("fsdp2-shards-nothing", "FSDP2's fully_shard leaves every parameter whole on every rank")
+def fsdp2_shards_nothing(patch):
+    import torch.distributed.fsdp
+
+    patch.wrap(torch.distributed.fsdp, "fully_shard", lambda original, module, *args, **kwargs: module)
