@@ -304,25 +304,37 @@ def skip_first_batches_skips_nothing(patch):
 def accelerator_save_writes_on_every_rank(patch):
     from accelerate import Accelerator
 
+    inside_save_model = []
+
     def save(original, self, obj, f, safe_serialization=False):
+        if inside_save_model:  # save_model keeps its own main-process write (the shards of one file)
+            return original(self, obj, f, safe_serialization=safe_serialization)
         import torch
 
         torch.save(obj, f)
 
+    def save_model(original, self, *args, **kwargs):
+        inside_save_model.append(True)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            inside_save_model.pop()
+
     patch.wrap(Accelerator, "save", save)
+    patch.wrap(Accelerator, "save_model", save_model)
 
 
 @mutant(
-    "save-model-keeps-ddp-prefix",
-    "accelerator.save_model saves the DDP wrapper's state_dict, its keys prefixed with 'module.'",
+    "ddp-state-dict-without-prefix",
+    "a DDP-wrapped model's state_dict() gives the inner model's keys, without the 'module.' prefix",
 )
-def save_model_keeps_ddp_prefix(patch):
-    from accelerate import Accelerator
+def ddp_state_dict_without_prefix(patch):
+    from torch.nn.parallel import DistributedDataParallel
 
-    def get_state_dict(original, self, model, unwrap=True):
-        return original(self, model, unwrap=False)
+    def state_dict(original, self, *args, **kwargs):
+        return self.module.state_dict(*args, **kwargs)
 
-    patch.wrap(Accelerator, "get_state_dict", get_state_dict)
+    patch.wrap(DistributedDataParallel, "state_dict", state_dict)
 
 
 @mutant(
