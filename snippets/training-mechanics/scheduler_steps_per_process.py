@@ -91,9 +91,7 @@ _claims.equal(
 
 # One epoch of a real DataLoader (40 samples, batch 4: 10 batches before prepare), the schedule sized from
 # len(loader) before prepare or from len(prepared loader): on which optimizer step does the lr reach 0?
-def epoch_until_zero(split_batches, size_from_prepared):
-    config = DataLoaderConfiguration(split_batches=split_batches)
-    accelerator = Accelerator(dataloader_config=config)
+def epoch_until_zero(accelerator, size_from_prepared):
     model = torch.nn.Linear(2, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
     loader = DataLoader(TensorDataset(torch.ones(40, 2)), batch_size=4)
@@ -112,8 +110,9 @@ def epoch_until_zero(split_batches, size_from_prepared):
     return zero_at, len(prepared_loader)
 
 
-sized_before = [epoch_until_zero(split, size_from_prepared=False) for split in (False, True)]
-sized_prepared = [epoch_until_zero(split, size_from_prepared=True) for split in (False, True)]
+by_split = [accelerator, Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True))]  # False, True
+sized_before = [epoch_until_zero(one, size_from_prepared=False) for one in by_split]
+sized_prepared = [epoch_until_zero(one, size_from_prepared=True) for one in by_split]
 _claims.equal(
     "schedule_sized_before_prepare_ends_on_last_step",
     measured=[zero_at for zero_at, _ in sized_before],  # split_batches False, True
