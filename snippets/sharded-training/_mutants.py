@@ -381,18 +381,15 @@ def dcp_load_leaves_target_untouched(patch):
 
 
 @mutant(
-    "dcp-save-writes-full-copies-per-rank",
-    "dcp.save gathers every tensor and each rank writes the whole model",
+    "dcp-save-writes-whole-tensors",
+    "dcp.save gathers each sharded tensor and writes it whole, the whole tensors dealt out between the ranks",
 )
-def dcp_save_writes_full_copies_per_rank(patch):
+def dcp_save_writes_whole_tensors(patch):
     import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.default_planner import DefaultSavePlanner
     from torch.distributed.tensor import DTensor
 
     def save(original, state_dict, *args, **kwargs):
         gathered = {k: (v.full_tensor() if isinstance(v, DTensor) else v) for k, v in state_dict.items()}
-        if not kwargs.get("no_dist"):
-            kwargs["planner"] = DefaultSavePlanner(dedup_replicated_tensors=False)
         return original(gathered, *args, **kwargs)
 
     patch.wrap(dcp, "save", save)
