@@ -1,0 +1,162 @@
+"""Mutants for official-docs: a library that behaves the way Accelerate's (or torch's) docs say it does.
+
+Each one is the world in which an erratum would not be one; the claim that proves the erratum must then fail.
+"""
+
+from verify.mutation import mutant
+
+
+@mutant(
+    "accelerate-reads-mixed-precision-variable",
+    "Accelerate reads MIXED_PRECISION (as basic_tutorials/launch.md uses it) when ACCELERATE_MIXED_PRECISION is unset",
+)
+def accelerate_reads_mixed_precision_variable(patch):
+    import os
+
+    import accelerate.state
+
+    def parse(original, key, default="no"):
+        if key == "ACCELERATE_MIXED_PRECISION" and key not in os.environ and "MIXED_PRECISION" in os.environ:
+            patch.ran()
+            return os.environ["MIXED_PRECISION"]
+        return original(key, default)
+
+    patch.wrap(accelerate.state, "parse_choice_from_env", parse)
+
+
+@mutant("accelerator-has-check-breakpoint", "Accelerator has the check_breakpoint() that set_trigger's docstring calls")
+def accelerator_has_check_breakpoint(patch):
+    from accelerate import Accelerator
+
+    patch.replace(Accelerator, "check_breakpoint", Accelerator.check_trigger)
+
+
+@mutant(
+    "automatic-checkpoint-naming-on-by-default",
+    "ProjectConfiguration turns automatic_checkpoint_naming on by default, so save_state() needs no folder",
+)
+def automatic_checkpoint_naming_on_by_default(patch):
+    from accelerate.utils import ProjectConfiguration
+
+    def init(original, self, *args, **kwargs):
+        kwargs.setdefault("automatic_checkpoint_naming", True)
+        original(self, *args, **kwargs)
+
+    patch.wrap(ProjectConfiguration, "__init__", init)
+
+
+@mutant(
+    "checkpoint-folder-named-checkpointing",
+    "save_state() with automatic naming writes project_dir/checkpointing/checkpoint_N, as checkpoint.md loads it",
+)
+def checkpoint_folder_named_checkpointing(patch):
+    import os
+
+    from accelerate import Accelerator
+
+    def save_state(original, self, output_dir=None, *args, **kwargs):
+        config = self.project_configuration
+        if output_dir is not None or not config.automatic_checkpoint_naming:
+            return original(self, output_dir, *args, **kwargs)
+        folder = os.path.join(self.project_dir, "checkpointing", f"checkpoint_{config.iteration}")
+        config.automatic_checkpoint_naming = False
+        try:
+            result = original(self, folder, *args, **kwargs)
+        finally:
+            config.automatic_checkpoint_naming = True
+        config.iteration += 1
+        return result
+
+    patch.wrap(Accelerator, "save_state", save_state)
+
+
+@mutant(
+    "save-model-writes-pytorch-model-bin",
+    "Accelerator.save_model writes pytorch_model.bin unless asked for safetensors (safe_serialization=False default)",
+)
+def save_model_writes_pytorch_model_bin(patch):
+    from accelerate import Accelerator
+
+    def save_model(original, self, model, save_directory, *args, **kwargs):
+        if len(args) < 2:
+            kwargs.setdefault("safe_serialization", False)
+        return original(self, model, save_directory, *args, **kwargs)
+
+    patch.wrap(Accelerator, "save_model", save_model)
+
+
+@mutant(
+    "scheduler-steps-on-every-micro-batch",
+    "the prepared scheduler also steps on accumulating micro-batches, so a schedule sized in batches fits as is",
+)
+def scheduler_steps_on_every_micro_batch(patch):
+    from accelerate.scheduler import AcceleratedScheduler
+    from accelerate.state import AcceleratorState
+
+    def step(original, self, *args, **kwargs):
+        if self.step_with_optimizer and not self.gradient_state.sync_gradients:
+            patch.ran()
+            for _ in range(1 if self.split_batches else AcceleratorState().num_processes):
+                self.scheduler.step(*args, **kwargs)
+            return None
+        return original(self, *args, **kwargs)
+
+    patch.wrap(AcceleratedScheduler, "step", step)
+
+
+@mutant(
+    "accelerate-detects-fused-overflow",
+    "AcceleratedOptimizer also flags a step as skipped when a fused optimizer skipped it inside its kernel",
+)
+def accelerate_detects_fused_overflow(patch):
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    def step(original, self, *args, **kwargs):
+        scaler = getattr(self, "scaler", None)
+        before = scaler.get_scale() if scaler is not None else None
+        result = original(self, *args, **kwargs)
+        if scaler is not None and self.gradient_state.sync_gradients and scaler.get_scale() < before:
+            self._is_overflow = True  # GradScaler.update lowers the scale only after an inf/NaN
+        return result
+
+    patch.wrap(AcceleratedOptimizer, "step", step)
+
+
+@mutant(
+    "allreduce-hook-divides-after-allreduce",
+    "torch's allreduce_hook sums the gradients first and takes the mean in its then() callback, as its docstring says",
+)
+def allreduce_hook_divides_after_allreduce(patch):
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    def allreduce_fut(original, process_group, tensor):
+        group = process_group if process_group is not None else dist.group.WORLD
+        size = group.size()
+        future = dist.all_reduce(tensor, group=group, async_op=True).get_future()
+        return future.then(lambda fut: fut.value()[0].div_(size))
+
+    patch.wrap(default_hooks, "_allreduce_fut", allreduce_fut)
+
+
+@mutant(
+    "ds-config-loader-tolerates-trailing-commas",
+    "DeepSpeedPlugin(hf_ds_config=path) reads the file with a lenient parser that accepts trailing commas",
+)
+def ds_config_loader_tolerates_trailing_commas(patch):
+    import os
+    import re
+    import tempfile
+
+    from accelerate.utils.deepspeed import HfDeepSpeedConfig
+
+    def init(original, self, config_file_or_dict):
+        if isinstance(config_file_or_dict, str) and os.path.exists(config_file_or_dict):
+            with open(config_file_or_dict) as f:
+                text = re.sub(r",(\s*[}\]])", r"\1", f.read())
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                f.write(text)
+            config_file_or_dict = f.name
+        return original(self, config_file_or_dict)
+
+    patch.wrap(HfDeepSpeedConfig, "__init__", init)
