@@ -187,8 +187,8 @@ _claims.equal(
     control=neptune_fixed[0],  # control: accelerator.prepare(...)
     expected="NameError",
     message=neptune_documented[1],
-    doc_line=None if neptune_documented[2] is None else EXCERPTS["tracker_neptune"]["main"][0] + 1 + [
-        i for i, line in enumerate(neptune_diff) if line[:2] in ("  ", "+ ")][neptune_documented[2] - 1],
+    doc_line=None if neptune_documented[2] is None else doc_line("tracker_neptune", 1 + [
+        i for i, line in enumerate(neptune_diff) if line[:2] in ("  ", "+ ")][neptune_documented[2] - 1]),
 )
 
 # --- 5. big_model_inference.md: generate(x1) and hid_3 = model_3(hid_3) ------------------------------------------
