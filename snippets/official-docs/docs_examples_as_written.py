@@ -17,6 +17,7 @@
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import traceback
@@ -122,6 +123,7 @@ def plugin_loads(key, text):
 
 documented_json = {key: plugin_loads(key, code(key)) for key in ("ds_zero3_json", "ds_zero2_json")}
 fixed_json = {key: plugin_loads(key, re.sub(r",(\s*[}\]])", r"\1", code(key))) for key in documented_json}
+shutil.rmtree(folder, ignore_errors=True)
 _claims.equal(
     "ds_multi_model_json_configs_invalid",
     measured=sum(isinstance(stage, int) for stage in documented_json.values()),
