@@ -420,4 +420,89 @@ EXCERPTS = {'ga_automagic_tip': {'path': 'docs/source/usage_guides/gradient_accu
                               '# For model3, you need to manually call the hook offload method.\n'
                               'hook_3.offload()',
                       'main': [309, 321],
-                      'v1.14.0': [309, 321]}}
+                      'v1.14.0': [309, 321]},
+ 'exec_local_process': {'path': 'docs/source/basic_tutorials/execution.md',
+                        'text': 'Use the [`~Accelerator.on_local_process`] method and specify the local '
+                                'process index to execute a function on.\n'
+                                '\n'
+                                '```py\n'
+                                '@accelerator.on_local_process(local_process_idx=0)\n'
+                                'def do_my_thing():\n'
+                                '    "Something done on process index 0 on each server"\n'
+                                '    do_thing_on_index_zero_on_each_server()\n'
+                                '```',
+                        'main': [108, 115],
+                        'v1.14.0': [108, 115]},
+ 'tpu_downcast': {'path': 'docs/source/concept_guides/training_tpu.md',
+                  'text': 'This is performed in the `Accelerator` object when passing `downcast_bf16=True`:\n'
+                          '```python\n'
+                          'accelerator = Accelerator(mixed_precision="bf16", downcast_bf16=True)\n'
+                          '```',
+                  'main': [146, 149],
+                  'v1.14.0': [146, 149]},
+ 'lp_te': {'path': 'docs/source/usage_guides/low_precision_training.md',
+           'text': '```{python}\n'
+                   'from accelerate import Accelerator\n'
+                   'from accelerate.utils import TERecipeKwargs, AORecipeKwargs\n'
+                   '# Use TransformersEngine\n'
+                   'kwargs = [TERecipeKwargs()]\n'
+                   '# Or to use torchao\n'
+                   '# kwargs = [AORecipeKwargs()]\n'
+                   'accelerator = Accelerator(mixed_precision="fp8", kwarg_handlers=kwargs)\n'
+                   '```',
+           'main': [44, 52],
+           'v1.14.0': [44, 52]},
+ 'lp_msamp': {'path': 'docs/source/usage_guides/low_precision_training.md',
+              'text': 'To specify an optimization level, pass it to the `FP8KwargsHandler` by setting the '
+                      '`optimization_level` argument:\n'
+                      '\n'
+                      '```{python}\n'
+                      'from accelerate import Accelerator\n'
+                      'from accelerate.utils import FP8RecipeKwargs\n'
+                      'kwargs = [FP8RecipeKwargs(backend="msamp", optimization_level="O2")]\n'
+                      'accelerator = Accelerator(mixed_precision="fp8", kwarg_handlers=kwargs)\n'
+                      '```',
+              'main': [90, 97],
+              'v1.14.0': [90, 97]},
+ 'lp_te_backend': {'path': 'docs/source/usage_guides/low_precision_training.md',
+                   'text': '```{python}\n'
+                           'from accelerate import Accelerator\n'
+                           'from accelerate.utils import FP8RecipeKwargs\n'
+                           'kwargs = [FP8RecipeKwargs(backend="te", ...)]\n'
+                           'accelerator = Accelerator(mixed_precision="fp8", kwarg_handlers=kwargs)\n'
+                           '```',
+                   'main': [118, 123],
+                   'v1.14.0': [118, 123]},
+ 'lp_ao': {'path': 'docs/source/usage_guides/low_precision_training.md',
+           'text': '```{python}\n'
+                   'from accelerate import Accelerator\n'
+                   'from accelerate.utils import AORecipeKwargs, TorchDynamoPlugin, '
+                   'FullyShardedDataParallelPlugin\n'
+                   'from torchao.float8 import Float8LinearConfig\n'
+                   '\n'
+                   'fsdp2_plugin = FullyShardedDataParallelPlugin(\n'
+                   '  fsdp_version=2,\n'
+                   '  cpu_ram_efficient_loading=False, # CPU RAM efficient loading CANNOT work with fp8 '
+                   'torchao\n'
+                   '  fsdp_auto_wrap_policy="TRANSFORMER_BASED_WRAP",\n'
+                   ')\n'
+                   'dynamo_plugin = TorchDynamoPlugin(\n'
+                   '  backend="inductor",\n'
+                   '  use_regional_compilation=True,\n'
+                   ')\n'
+                   'fp8_config = Float8LinearConfig(\n'
+                   '  enable_fsdp_float8_all_gather=True, # Use FP8 all_gather in FSDP2\n'
+                   '  pad_inner_dim=True,\n'
+                   ')\n'
+                   'kwargs = [AORecipeKwargs(\n'
+                   '  config=fp8_config\n'
+                   ')]\n'
+                   'accelerator = Accelerator(\n'
+                   '  mixed_precision="fp8",\n'
+                   '  fsdp_plugin=fsdp2_plugin,\n'
+                   '  dynamo_plugin=dynamo_plugin,\n'
+                   '  kwarg_handlers=kwargs,\n'
+                   ')\n'
+                   '```',
+           'main': [148, 175],
+           'v1.14.0': [148, 175]}}

@@ -160,3 +160,64 @@ def ds_config_loader_tolerates_trailing_commas(patch):
         return original(self, config_file_or_dict)
 
     patch.wrap(HfDeepSpeedConfig, "__init__", init)
+
+
+def _rename_keyword(patch, owner, name, documented, accepted):
+    """Make owner.name accept the documented spelling of a keyword, as the docs call it."""
+
+    def call(original, *args, **kwargs):
+        if documented in kwargs:
+            patch.ran()
+            kwargs[accepted] = kwargs.pop(documented)
+        return original(*args, **kwargs)
+
+    patch.wrap(owner, name, call)
+
+
+@mutant("accelerator-accepts-kwarg-handlers", "Accelerator takes kwarg_handlers=, as low_precision_training.md spells it")
+def accelerator_accepts_kwarg_handlers(patch):
+    from accelerate import Accelerator
+
+    _rename_keyword(patch, Accelerator, "__init__", "kwarg_handlers", "kwargs_handlers")
+
+
+@mutant(
+    "fp8-recipe-kwargs-accepts-optimization-level",
+    "FP8RecipeKwargs takes optimization_level=, as low_precision_training.md spells it",
+)
+def fp8_recipe_kwargs_accepts_optimization_level(patch):
+    from accelerate.utils import FP8RecipeKwargs
+
+    _rename_keyword(patch, FP8RecipeKwargs, "__init__", "optimization_level", "opt_level")
+
+
+@mutant(
+    "fsdp-plugin-accepts-fsdp-prefixed-names",
+    "FullyShardedDataParallelPlugin takes the config file's fsdp_-prefixed names (fsdp_auto_wrap_policy=)",
+)
+def fsdp_plugin_accepts_fsdp_prefixed_names(patch):
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    _rename_keyword(patch, FullyShardedDataParallelPlugin, "__init__", "fsdp_auto_wrap_policy", "auto_wrap_policy")
+
+
+@mutant(
+    "on-local-process-accepts-local-process-idx",
+    "Accelerator.on_local_process takes local_process_idx=, as execution.md spells it",
+)
+def on_local_process_accepts_local_process_idx(patch):
+    from accelerate import Accelerator
+
+    _rename_keyword(patch, Accelerator, "on_local_process", "local_process_idx", "local_process_index")
+
+
+@mutant("accelerator-accepts-downcast-bf16", "Accelerator takes downcast_bf16=True, as training_tpu.md says")
+def accelerator_accepts_downcast_bf16(patch):
+    from accelerate import Accelerator
+
+    def init(original, self, *args, downcast_bf16=None, **kwargs):
+        if downcast_bf16 is not None:
+            patch.ran()  # accepted; on a TPU it would set what ACCELERATE_DOWNCAST_BF16 sets, a no-op elsewhere
+        return original(self, *args, **kwargs)
+
+    patch.wrap(Accelerator, "__init__", init)
