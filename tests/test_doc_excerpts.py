@@ -60,3 +60,36 @@ def test_excerpt_is_the_docs_text(key, ref):
     lines = show(commit, excerpt["path"])
     first, last = excerpt[ref]
     assert "\n".join(lines[first - 1 : last]) == excerpt["text"], f"{key} differs from {commit}:{excerpt['path']}"
+
+
+def regenerate(path=ROOT / "snippets/official-docs/_doc_excerpts.py"):
+    """Rewrite the excerpts file from the mirror: each excerpt's lines on MAIN_COMMIT, found again at TAG.
+
+    Run `python tests/test_doc_excerpts.py` after changing an excerpt's path or main lines in that file.
+    """
+    import pprint
+
+    excerpts = {}
+    for key, excerpt in EXCERPTS.EXCERPTS.items():
+        first, last = excerpt["main"]
+        text = "\n".join(show_or_fail(EXCERPTS.MAIN_COMMIT, excerpt["path"])[first - 1 : last])
+        tagged = show_or_fail(EXCERPTS.TAG, excerpt["path"])
+        count = last - first + 1
+        hits = [i + 1 for i in range(len(tagged) - count + 1) if "\n".join(tagged[i : i + count]) == text]
+        if len(hits) != 1:
+            raise SystemExit(f"{key}: found {len(hits)} times at {EXCERPTS.TAG}")
+        excerpts[key] = {"path": excerpt["path"], "text": text, "main": [first, last], "v1.14.0": [hits[0], hits[0] + count - 1]}
+    source = Path(path).read_text()
+    head = source[: source.index("EXCERPTS = ")]
+    Path(path).write_text(head + "EXCERPTS = " + pprint.pformat(excerpts, width=110, sort_dicts=False) + "\n")
+
+
+def show_or_fail(ref: str, path: str) -> list:
+    result = git_show(ref, path)
+    if result.returncode != 0:
+        raise SystemExit(f"{ref}:{path}: {result.stderr.strip()}")
+    return result.stdout.split("\n")
+
+
+if __name__ == "__main__":
+    regenerate()

@@ -1,8 +1,10 @@
-"""Excerpts of Accelerate's documentation, copied byte for byte by a script from the sources at two refs.
+"""Excerpts of Accelerate's documentation, copied byte for byte from its sources at two refs.
+
+Written by `python tests/test_doc_excerpts.py` (from a git mirror of the repository).
 
 The proofs on the page about errata of Accelerate's docs run these texts (exec, compile, json.loads) so that
 the page can cite file and line. Each excerpt is lines [first, last] (1-based, inclusive) of `path` in
-huggingface/accelerate at the tag v1.14.0 and on main at 16cb6eb80dd9aa8b4df1a63ef57863e455d53b83 (1.15.0.dev0, 2026-07-24), the newest
+huggingface/accelerate at the tag v1.14.0 and on main at MAIN_COMMIT (1.15.0.dev0, 2026-07-24), the newest
 snapshot of the repository that could be fetched here: the tag v1.15.0 is not in it. tests/test_doc_excerpts.py
 compares every excerpt with both refs when a mirror of the repository is present.
 """
