@@ -221,3 +221,27 @@ def accelerator_accepts_downcast_bf16(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(Accelerator, "__init__", init)
+
+
+@mutant("accelerator-accepts-kwarg-handler", "Accelerator takes kwarg_handler=, as the docstring of Accelerator.profile spells it")
+def accelerator_accepts_kwarg_handler(patch):
+    from accelerate import Accelerator
+
+    _rename_keyword(patch, Accelerator, "__init__", "kwarg_handler", "kwargs_handlers")
+
+
+@mutant(
+    "accelerator-accepts-even-batches",
+    "Accelerator still takes even_batches= directly, as the docstring of join_uneven_inputs passes it",
+)
+def accelerator_accepts_even_batches(patch):
+    from accelerate import Accelerator
+    from accelerate.utils import DataLoaderConfiguration
+
+    def init(original, self, *args, even_batches=None, **kwargs):
+        if even_batches is not None:
+            patch.ran()
+            kwargs.setdefault("dataloader_config", DataLoaderConfiguration(even_batches=even_batches))
+        return original(self, *args, **kwargs)
+
+    patch.wrap(Accelerator, "__init__", init)

@@ -8,19 +8,23 @@
 # 2. basic_tutorials/execution.md: @accelerator.on_local_process(local_process_idx=0) (local_process_index).
 # 3. concept_guides/training_tpu.md: Accelerator(mixed_precision="bf16", downcast_bf16=True): Accelerator has no
 #    such parameter; downcasting is set by `accelerate launch --downcast_bf16` (ACCELERATE_DOWNCAST_BF16).
+# 4. Two docstrings of the installed Accelerator (read with inspect, so the text is the release's): join_uneven_inputs
+#    builds Accelerator(even_batches=True) (now DataLoaderConfiguration(even_batches=...)), and profile builds
+#    Accelerator(kwarg_handler=[kwargs]) twice (kwargs_handlers).
 #
 # The fp8 calls need TransformerEngine, MS-AMP or torchao, which this machine lacks: past the keyword, the corrected
 # calls stop at that (recorded); the keyword error comes first, when Python binds the arguments.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/official-docs/docs_calls_vs_signatures.py
 import ast
+import inspect
 import os
 import warnings
 
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
-from accelerate.utils import FP8RecipeKwargs, FullyShardedDataParallelPlugin
+from accelerate.utils import DataLoaderConfiguration, FP8RecipeKwargs, FullyShardedDataParallelPlugin, ProfileKwargs
 
 import _claims
 from _doc_excerpts import EXCERPTS
@@ -166,5 +170,45 @@ _claims.equal(
     expected="TypeError",
     doc_line=tpu_line,
     documented=tpu_documented,
+)
+
+# --- 4. docstrings of the installed Accelerator --------------------------------------------------------------------
+def docstring_statements(function, callee):
+    """Statements of the docstring's code block that call `callee`, prompts (>>> and ...) removed."""
+    example = inspect.getdoc(function).split("```python")[1].split("```")[0]
+    lines = [line[4:] if line[:4] in (">>> ", "... ") else line for line in example.split("\n")]
+    source = "\n".join(line for line in lines if _parses(line.strip()) and not line.startswith(" "))
+    return [ast.get_source_segment(source, node) for node in ast.parse(source).body
+            if callee in {getattr(c.func, "id", None) for c in ast.walk(node) if isinstance(c, ast.Call)}]  # fmt: skip
+
+
+(join_call,) = docstring_statements(Accelerator.join_uneven_inputs, "Accelerator")
+join_names = {"Accelerator": Accelerator, "DataLoaderConfiguration": DataLoaderConfiguration}
+join_documented = outcome(join_call, dict(join_names))
+join_corrected = outcome(
+    join_call.replace("even_batches=True", "dataloader_config=DataLoaderConfiguration(even_batches=True)"),
+    dict(join_names),
+)
+_claims.equal(
+    "join_uneven_inputs_docstring_even_batches_rejected",
+    measured=join_documented.split(":")[0],
+    control=join_corrected,  # control: Accelerator(dataloader_config=DataLoaderConfiguration(even_batches=True))
+    expected="TypeError",
+    statement=join_call,
+    documented=join_documented,
+)
+
+profile_calls = docstring_statements(Accelerator.profile, "Accelerator")
+profile_names = {"Accelerator": Accelerator, "kwargs": ProfileKwargs()}
+profile_documented = [outcome(call, dict(profile_names)) for call in profile_calls]
+profile_corrected = [outcome(call.replace("kwarg_handler=", "kwargs_handlers="), dict(profile_names)) for call in profile_calls]
+_claims.equal(
+    "profile_docstring_kwarg_handler_rejected",
+    measured=sum(rejects(result, "kwarg_handler") for result in profile_documented),
+    control=sum(rejects(result, "kwarg_handler") for result in profile_corrected),  # control: kwargs_handlers=
+    expected=2,
+    statements=profile_calls,
+    documented=profile_documented,
+    corrected=profile_corrected,
 )
 torch.distributed.barrier()
