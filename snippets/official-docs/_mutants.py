@@ -174,7 +174,9 @@ def _rename_keyword(patch, owner, name, documented, accepted):
     patch.wrap(owner, name, call)
 
 
-@mutant("accelerator-accepts-kwarg-handlers", "Accelerator takes kwarg_handlers=, as low_precision_training.md spells it")
+@mutant(
+    "accelerator-accepts-kwarg-handlers", "Accelerator takes kwarg_handlers=, as low_precision_training.md spells it"
+)
 def accelerator_accepts_kwarg_handlers(patch):
     from accelerate import Accelerator
 
@@ -223,7 +225,10 @@ def accelerator_accepts_downcast_bf16(patch):
     patch.wrap(Accelerator, "__init__", init)
 
 
-@mutant("accelerator-accepts-kwarg-handler", "Accelerator takes kwarg_handler=, as the docstring of Accelerator.profile spells it")
+@mutant(
+    "accelerator-accepts-kwarg-handler",
+    "Accelerator takes kwarg_handler=, as the docstring of Accelerator.profile spells it",
+)
 def accelerator_accepts_kwarg_handler(patch):
     from accelerate import Accelerator
 

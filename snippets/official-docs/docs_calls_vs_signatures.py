@@ -201,7 +201,9 @@ _claims.equal(
 profile_calls = docstring_statements(Accelerator.profile, "Accelerator")
 profile_names = {"Accelerator": Accelerator, "kwargs": ProfileKwargs()}
 profile_documented = [outcome(call, dict(profile_names)) for call in profile_calls]
-profile_corrected = [outcome(call.replace("kwarg_handler=", "kwargs_handlers="), dict(profile_names)) for call in profile_calls]
+profile_corrected = [
+    outcome(call.replace("kwarg_handler=", "kwargs_handlers="), dict(profile_names)) for call in profile_calls
+]
 _claims.equal(
     "profile_docstring_kwarg_handler_rejected",
     measured=sum(rejects(result, "kwarg_handler") for result in profile_documented),

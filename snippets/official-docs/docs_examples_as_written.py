@@ -212,7 +212,8 @@ sys.modules["mingpt.bpe"] = stand_in("mingpt.bpe", BPETokenizer=StandInTokenizer
 generate_source = code("bmi_generate").replace(".to(0)", ".to('cpu')")  # device 0 is a GPU; this runs on CPU
 try:
     generate_documented = run(generate_source, {"model": StandInModel()}, "<big_model_inference.md>")
-    generate_fixed = run(generate_source.replace("generate(x1,", "generate(inputs,"), {"model": StandInModel()}, "<fixed>")
+    corrected_source = generate_source.replace("generate(x1,", "generate(inputs,")
+    generate_fixed = run(corrected_source, {"model": StandInModel()}, "<fixed>")
 finally:
     del sys.modules["mingpt.bpe"], sys.modules["mingpt"]
 _claims.equal(

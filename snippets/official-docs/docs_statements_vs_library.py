@@ -100,7 +100,9 @@ _claims.equal(
 # --- 2. set_trigger's docstring example ------------------------------------------------------------------------
 docstring = inspect.getdoc(Accelerator.set_trigger)
 example = docstring.split("```python")[1].split("```")[0]
-example = "\n".join(line.strip()[4:] if line.strip()[:4] in (">>> ", "... ") else line.strip() for line in example.split("\n"))
+example = "\n".join(
+    line.strip()[4:] if line.strip()[:4] in (">>> ", "... ") else line.strip() for line in example.split("\n")
+)
 
 
 def trigger_example(source):
@@ -200,7 +202,9 @@ def migration_run(save_source, name):
 
 
 documented_save = migration_run(save_doc, "documented_model")
-fixed_save = migration_run(save_doc.replace("save_directory)", "save_directory, safe_serialization=False)"), "fixed_model")
+fixed_save = migration_run(
+    save_doc.replace("save_directory)", "save_directory, safe_serialization=False)"), "fixed_model"
+)
 _claims.equal(
     "save_model_then_load_pytorch_model_bin_fails",
     measured=documented_save[0],
