@@ -145,3 +145,10 @@ def fsdp2_shards_nothing(patch):
     import torch.distributed.fsdp
 
     patch.wrap(torch.distributed.fsdp, "fully_shard", lambda original, module, *args, **kwargs: module)
+
+
+@mutant("one-f-one-b-runs-all-forwards-first", "Schedule1F1B runs every micro-batch's forward before any backward, as GPipe does")
+def one_f_one_b_runs_all_forwards_first(patch):
+    from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
+
+    patch.replace(Schedule1F1B, "_step_microbatches", ScheduleGPipe._step_microbatches)
