@@ -269,10 +269,13 @@ def convert_sync_batchnorm_not_recursive(patch):
     "requiring an accelerator",
 )
 def parallel_apply_runs_on_cpu(patch):
+    import importlib
     import threading
 
     import torch.nn.parallel
-    import torch.nn.parallel.parallel_apply as parallel_apply_module
+
+    # the module, not the function of the same name that torch.nn.parallel exports
+    parallel_apply_module = importlib.import_module("torch.nn.parallel.parallel_apply")
 
     def cpu_parallel_apply(original, modules, inputs, kwargs_tup=None, devices=None):
         outputs = [None] * len(modules)
