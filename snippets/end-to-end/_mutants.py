@@ -23,20 +23,6 @@ def dataloader_not_sharded(patch):
 
 
 @mutant(
-    "even-batches-no-padding",
-    "a prepared map-style DataLoader never pads the last round (even_batches behaves as False)",
-)
-def even_batches_no_padding(patch):
-    from accelerate.data_loader import BatchSamplerShard
-
-    def iterate(original, self):
-        self.even_batches = False
-        return original(self)
-
-    patch.wrap(BatchSamplerShard, "__iter__", iterate)
-
-
-@mutant(
     "gather-for-metrics-keeps-padding",
     "gather_for_metrics keeps the duplicated samples that padding added (it gathers like plain gather)",
 )

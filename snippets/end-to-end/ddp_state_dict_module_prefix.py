@@ -74,5 +74,5 @@ _claims.equal(
     control=int(isinstance(same_wrapper_again, DistributedDataParallel) and same_wrapper_again is not model_engine),
     expected=1,
     returned_type=type(raw_module_again).__name__,
-    both_wrap_same_module=getattr(raw_module_again, "module", None) is model_engine.module,
+    both_wrap_same_module=getattr(raw_module_again, "module", None) is getattr(model_engine, "module", model_engine),
 )

@@ -28,7 +28,7 @@ def plain_accelerator_falls_back_to_gloo(patch):
 
 @mutant(
     "all-gather-returns-local-copies",
-    "torch.distributed.all_gather fills every slot with this rank's own tensor (nothing arrives from the others)",
+    "torch.distributed.all_gather (the list form) fills every slot with this rank's own tensor: nothing arrives from the others",
 )
 def all_gather_returns_local_copies(patch):
     import torch.distributed as dist
