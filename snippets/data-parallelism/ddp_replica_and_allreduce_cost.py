@@ -27,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import _claims
 
-BATCH = 32
+BATCH = 48  # splits evenly over 2, 3 or 4 ranks
 accelerator = Accelerator()
 set_seed(0)
 model = torch.nn.Sequential(
@@ -75,12 +75,12 @@ def train_step(module, optimizer, x, y):
     return counter.get_total_flops(), step_ops.elements
 
 
-# Reference: ONE process, full batch of 32, plain Adam.
+# Reference: ONE process, full batch of 48, plain Adam.
 single_optimizer = torch.optim.Adam(single.parameters())
 single_flops, single_step_ops = train_step(single, single_optimizer, inputs, targets)
 single_bytes = replica_bytes(single, single_optimizer)
 
-# --- data parallel: DDP + Adam; the prepared DataLoader gives each rank its 16 of the 32 samples ---
+# --- data parallel: DDP + Adam; the prepared DataLoader gives each rank its share (2 ranks: 24 of 48) ---
 rank, world = accelerator.process_index, accelerator.num_processes
 half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)  # for the ZeRO control below
 ddp_model, optimizer, loader = accelerator.prepare(
@@ -97,7 +97,7 @@ def counting_allreduce(state, bucket):
 
 ddp_model.register_comm_hook(None, counting_allreduce)
 rank_flops = rank_step_ops = rank_samples = 0
-for x, y in loader:  # one batch of 16 per rank: the global batch of 32 is one step
+for x, y in loader:  # one batch per rank: the global batch of 48 is one step
     flops, step_ops = train_step(ddp_model, optimizer, x, y)
     rank_flops, rank_step_ops, rank_samples = rank_flops + flops, rank_step_ops + step_ops, rank_samples + len(x)
 rank_bytes = replica_bytes(accelerator.unwrap_model(ddp_model), optimizer)

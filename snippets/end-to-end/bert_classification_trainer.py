@@ -193,11 +193,12 @@ def main():
     # samples from the start, so some ids reach both ranks. Control: the same loader with even_batches=False.
     uneven_overlap = overlap([i for batch in test_loader_engine for i in batch["sample_id"].tolist()])
     # (what join_uneven_inputs(..., even_batches=False) sets on GPUs; on MULTI_CPU that context has no effect)
-    padding, test_loader_engine.batch_sampler.even_batches = test_loader_engine.batch_sampler.even_batches, False
+    sampler = test_loader_engine.batch_sampler  # a BatchSamplerShard
+    padding, sampler.even_batches = getattr(sampler, "even_batches", True), False
     try:
         uneven_overlap_unpadded = overlap([i for batch in test_loader_engine for i in batch["sample_id"].tolist()])
     finally:
-        test_loader_engine.batch_sampler.even_batches = padding
+        sampler.even_batches = padding
 
     _, _, counted_ids = trainer.evaluate(model_engine, test_loader_engine)
     _, _, plain_gather_ids = trainer.evaluate(model_engine, test_loader_engine, gather=accelerator.gather)
