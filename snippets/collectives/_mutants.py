@@ -124,3 +124,24 @@ def all_to_all_keeps_local_data(patch):
     import torch.distributed as dist
 
     patch.wrap(dist, "all_to_all_single", lambda original, output, input, *args, **kwargs: output.copy_(input))
+
+
+@mutant("p2p-exchange-delivers-own-data", "batch_isend_irecv completes, but each receive buffer gets the rank's own outgoing tensor")
+def p2p_exchange_delivers_own_data(patch):
+    import torch.distributed as dist
+
+    def loopback(original, ops):
+        sends = [op.tensor for op in ops if op.op is dist.isend]
+        receives = [op.tensor for op in ops if op.op is dist.irecv]
+        for sent, buffer in zip(sends, receives):
+            buffer.copy_(sent)
+        return []
+
+    patch.wrap(dist, "batch_isend_irecv", loopback)
+
+
+@mutant("fsdp2-shards-nothing", "FSDP2's fully_shard leaves every parameter whole on every rank")
+def fsdp2_shards_nothing(patch):
+    import torch.distributed.fsdp
+
+    patch.wrap(torch.distributed.fsdp, "fully_shard", lambda original, module, *args, **kwargs: module)

@@ -27,3 +27,15 @@ def init_empty_weights_allocates(patch):
     import accelerate.big_modeling
 
     patch.wrap(accelerate.big_modeling, "init_on_device", lambda original, device, include_buffers=None: contextlib.nullcontext())
+
+
+@mutant("adam-keeps-no-state", "AdamW keeps no per-parameter state between steps (no moment buffers)")
+def adam_keeps_no_state(patch):
+    import torch
+
+    def stateless(original, self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        self.state.clear()  # the moments are dropped after every step
+        return result
+
+    patch.wrap(torch.optim.AdamW, "step", stateless)
