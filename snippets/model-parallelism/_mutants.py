@@ -34,3 +34,20 @@ def backward_overwrites_grad(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(torch.Tensor, "backward", backward)
+
+
+@mutant(
+    "recv-does-not-wait",
+    "torch.distributed.recv returns at once, before the sender's tensor has arrived (the buffer keeps what "
+    "it held): a stage never waits for the previous one",
+)
+def recv_does_not_wait(patch):
+    import torch.distributed as dist
+
+    def no_wait(original, tensor, src=None, group=None, tag=0, group_src=None):
+        work = dist.irecv(tensor, src=src, group=group, tag=tag)  # still posted, so the sender is not stuck
+        _pending.append(work)  # never waited for before the tensor is used
+        return src
+
+    _pending = []
+    patch.wrap(dist, "recv", no_wait)
