@@ -99,9 +99,22 @@ class Patch:
     """The changes one mutant makes for one snippet run, undone afterwards; knows whether they ran."""
 
     def __init__(self):
-        self.reached = False  # set when mutated code executes: a mutant that never ran proves nothing
+        # Set when mutated code executes: a mutant that never ran proves nothing. Kept in shared memory, so
+        # that a process the snippet forks (notebook_launcher's workers, a child that rebuilds a world)
+        # records it too; the rank reads it after the snippet.
+        from multiprocessing.sharedctypes import RawValue
+
+        self._reached = RawValue("b", 0)
         self.targets: list[str] = []  # what it patched, to name in "the snippet never reaches ..."
         self._undo: list[Callable] = []
+
+    @property
+    def reached(self) -> bool:
+        return bool(self._reached.value)
+
+    @reached.setter
+    def reached(self, value: bool):
+        self._reached.value = 1 if value else 0
 
     def ran(self):
         """Record by hand that the mutated behaviour happened (for constants, classes, properties)."""

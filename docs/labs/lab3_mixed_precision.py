@@ -20,12 +20,14 @@
 #           With Accelerator(mixed_precision="bf16") on 2 CPU processes, the first Linear's output
 #           inside forward is bfloat16 while the parameters and their gradients stay float32.
 #         control: mixed_precision="no", the same forward and backward
+#         breaks_when: [accelerate-bf16-autocast-off]
 #       lab_grad_scaler_saves_small_gradients:
 #         says: >-
 #           Under fp16 autocast on CPU, a loss scaled down by 1e-8 leaves 100% of the first layer's
 #           gradients exactly 0; with torch.amp.GradScaler("cpu") (scale 65536) at most 5% are (measured
 #           1.2%: 3 of 256 gradients too small even after scaling).
 #         control: the same step without the GradScaler
+#         breaks_when: [grad-scaler-does-not-scale]
 # ---
 
 # %% [markdown]

@@ -21,11 +21,13 @@
 #           dies, and is resumed by new processes with load_state, end with the same weights
 #           (difference 0.0); resumed without load_state they end far apart.
 #         control: the same second run without accelerator.load_state (fresh weights and optimizer)
+#         breaks_when: [load-state-restores-nothing]
 #       lab_optimizer_state_comes_back:
 #         says: >-
 #           After load_state and 2 more steps, Adam's step counter is 4 on both processes, as in the
 #           uninterrupted run; without load_state it is 2.
 #         control: the same second run without accelerator.load_state
+#         breaks_when: [load-state-restores-nothing]
 # ---
 
 # %% [markdown]

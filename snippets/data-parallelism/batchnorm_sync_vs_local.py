@@ -51,14 +51,26 @@ torch.nn.functional.mse_loss(reference(inputs), targets).backward()
 
 
 def ddp_gap(norm):
-    """Largest |DDP-averaged gradient - full-batch gradient| for a model using `norm`."""
+    """Largest |DDP-averaged gradient - full-batch gradient| for a model using `norm`, and the model."""
     model = accelerator.prepare(make_model(norm))
     torch.nn.functional.mse_loss(model(inputs[shard]), targets[shard]).backward()
-    return (grads(model.module) - grads(reference)).abs().max().item()
+    return (grads(model.module) - grads(reference)).abs().max().item(), model
 
 
-synced_gap = ddp_gap(HandSyncBatchNorm)
-local_gap = ddp_gap(torch.nn.BatchNorm1d)
+def running_mean_spread(model):
+    """Largest difference between the ranks' BatchNorm running_mean (a collective)."""
+    everyone = accelerator.gather(model.module[1].running_mean.unsqueeze(0))
+    return (everyone - everyone[0]).abs().max().item()
+
+
+synced_gap, _ = ddp_gap(HandSyncBatchNorm)
+local_gap, local_model = ddp_gap(torch.nn.BatchNorm1d)
+# Running statistics: DDP copies rank 0's buffers to every rank BEFORE a forward, then each rank's forward
+# updates them with its own batch; so right after the training step the ranks differ ...
+stats_spread_after_step = running_mean_spread(local_model)
+with torch.no_grad():  # ... until the next forward through the wrapper (here in eval mode, no update)
+    local_model.eval()(inputs[shard])
+stats_spread_after_next_forward = running_mean_spread(local_model)
 
 # torch.nn.SyncBatchNorm: convert_sync_batchnorm swaps every BatchNorm*d layer ...
 plain = make_model()
@@ -87,6 +99,12 @@ _claims.at_most(
     tolerance=1e-5,
     samples_per_rank=16,
     full_batch=32,
+)
+_claims.at_least(
+    "running_stats_differ_until_next_forward",
+    measured=stats_spread_after_step,
+    control=stats_spread_after_next_forward,
+    bound=1e-4,
 )
 _claims.equal(
     "syncbatchnorm_refused_on_cpu",

@@ -10,13 +10,14 @@ from accelerate.utils import set_seed
 
 import _claims
 
+BATCH = 48  # splits evenly over 2, 3 or 4 ranks: equal shards, so the mean of shard means is the batch mean
 TOLERANCE = 1e-6  # float32 sums in a different order differ by ~1e-7, a wrong gradient by ~1e-1
 
 accelerator = Accelerator()  # CPU or GPU: the launcher's environment decides
 set_seed(0)  # same weights and same full batch on every rank
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)).to(accelerator.device)
-inputs = torch.randn(32, 8, device=accelerator.device)
-targets = torch.randn(32, 1, device=accelerator.device)
+inputs = torch.randn(BATCH, 8, device=accelerator.device)
+targets = torch.randn(BATCH, 1, device=accelerator.device)
 
 
 def gradient(module, x, y):
@@ -26,13 +27,13 @@ def gradient(module, x, y):
     return torch.cat([p.grad.flatten() for p in module.parameters()])
 
 
-# Reference: one process, the whole batch of 32.
+# Reference: one process, the whole batch of 48.
 full_batch_grad = gradient(model, inputs, targets).clone()
 
 # --- the mechanism: prepare() wraps the model in DDP; backward() all-reduces and averages ---
 ddp_model = accelerator.prepare(model)
 rank, world = accelerator.process_index, accelerator.num_processes
-shard = slice(rank * 32 // world, (rank + 1) * 32 // world)  # each rank sees 16 of the 32 samples
+shard = slice(rank * BATCH // world, (rank + 1) * BATCH // world)  # 2 ranks: 24 of the 48 samples each
 averaged_grad = gradient(ddp_model, inputs[shard], targets[shard])
 
 # Control: the same half batch, no all-reduce (no_sync skips the gradient averaging).

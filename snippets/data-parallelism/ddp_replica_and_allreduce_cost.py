@@ -4,8 +4,8 @@
 #           state, whole tensors per rank, so each rank holds less, not necessarily half);
 #   communication: each step all-reduces exactly the gradient bytes, counted by a DDP comm hook
 #           (negative control: under no_sync() nothing is sent);
-#   compute: the FLOPs of forward + backward are split between the ranks, not duplicated
-#           (negative control: each rank running the full batch does twice the work in total);
+#   compute: the FLOPs of forward + backward are split between the ranks by the prepared DataLoader, not
+#           duplicated (negative control: each rank running the full batch does twice the work in total);
 #           but optimizer.step() runs in full on every rank: N ranks do N times the optimizer arithmetic
 #           of one process (negative control: ZeroRedundancyOptimizer, where each rank steps only its
 #           own share of the parameters: the redundancy ZeRO removes).
@@ -22,11 +22,12 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
 import _claims
 
-BATCH = 32
+BATCH = 48  # splits evenly over 2, 3 or 4 ranks
 accelerator = Accelerator()
 set_seed(0)
 model = torch.nn.Sequential(
@@ -74,15 +75,17 @@ def train_step(module, optimizer, x, y):
     return counter.get_total_flops(), step_ops.elements
 
 
-# Reference: ONE process, full batch of 32, plain Adam.
+# Reference: ONE process, full batch of 48, plain Adam.
 single_optimizer = torch.optim.Adam(single.parameters())
 single_flops, single_step_ops = train_step(single, single_optimizer, inputs, targets)
 single_bytes = replica_bytes(single, single_optimizer)
 
-# --- data parallel: DDP + Adam, each rank on its 16 samples ---
+# --- data parallel: DDP + Adam; the prepared DataLoader gives each rank its share (2 ranks: 24 of 48) ---
 rank, world = accelerator.process_index, accelerator.num_processes
-half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
-ddp_model, optimizer = accelerator.prepare(model, torch.optim.Adam(model.parameters()))
+half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)  # for the ZeRO control below
+ddp_model, optimizer, loader = accelerator.prepare(
+    model, torch.optim.Adam(model.parameters()), DataLoader(TensorDataset(inputs, targets), batch_size=BATCH // world)
+)
 
 bytes_sent = []  # one entry per bucket DDP hands to all-reduce
 
@@ -93,7 +96,10 @@ def counting_allreduce(state, bucket):
 
 
 ddp_model.register_comm_hook(None, counting_allreduce)
-rank_flops, rank_step_ops = train_step(ddp_model, optimizer, inputs[half], targets[half])
+rank_flops = rank_step_ops = rank_samples = 0
+for x, y in loader:  # one batch per rank: the global batch of 48 is one step
+    flops, step_ops = train_step(ddp_model, optimizer, x, y)
+    rank_flops, rank_step_ops, rank_samples = rank_flops + flops, rank_step_ops + step_ops, rank_samples + len(x)
 rank_bytes = replica_bytes(accelerator.unwrap_model(ddp_model), optimizer)
 step_bytes_sent, buckets = sum(bytes_sent), len(bytes_sent)
 
@@ -139,7 +145,7 @@ _claims.equal(
     control=total_if_replicated,
     expected=single_flops,
     flops_this_rank=rank_flops,
-    samples_this_rank=half.stop - half.start,
+    samples_this_rank=rank_samples,
 )
 _claims.equal(
     "optimizer_step_repeated_on_every_rank",

@@ -1,6 +1,6 @@
 # Several optimizer steps of data-parallel training end where one process training on the full batch
-# ends: 2 ranks each take half of every batch of 32, DDP averages their gradients, and after 10 SGD
-# steps the weights equal those of a single model trained on the 32-sample batches.
+# ends: 2 ranks each take half of every batch of 48, DDP averages their gradients, and after 10 SGD
+# steps the weights equal those of a single model trained on the 48-sample batches.
 # Negative control: the same 10 steps under no_sync() (no gradient averaging): each rank follows its
 # own half of the data and its weights drift away from the full-batch run.
 #
@@ -15,7 +15,7 @@ from accelerate.utils import set_seed
 
 import _claims
 
-STEPS, BATCH, LR = 10, 32, 0.1
+STEPS, BATCH, LR = 10, 48, 0.1  # 48 splits evenly over 2, 3 or 4 ranks
 TOLERANCE = 1e-5  # float rounding after 10 steps is ~1e-7; a drifting replica is off by ~1e-1
 
 accelerator = Accelerator()
@@ -40,12 +40,12 @@ def train(module, optimizer, shard, sync=contextlib.nullcontext):
         optimizer.step()
 
 
-# Reference: ONE process, the whole batch of 32 at every step (no collectives involved).
+# Reference: ONE process, the whole batch of 48 at every step (no collectives involved).
 train(reference, torch.optim.SGD(reference.parameters(), lr=LR), slice(0, BATCH))
 
 # --- the mechanism: DDP averages the half-batch gradients, every rank applies the same step ---
 rank, world = accelerator.process_index, accelerator.num_processes
-half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)  # 16 of the 32 samples per rank
+half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)  # 2 ranks: 24 of the 48 samples each
 ddp_model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=LR))
 train(ddp_model, optimizer, half)
 

@@ -10,10 +10,12 @@
 # Everything is offline and tiny: a BERT built from a BertConfig, a WordPiece vocabulary trained
 # here by `tokenizers` on a synthetic sentiment data set (a sentence is positive when it contains a
 # positive word).
-# Negative controls: a vocabulary trained on each rank (token ids differ), an unprepared loader (every rank reads every sample), plain gather (padded
-# duplicates are counted), a freshly initialised model (different predictions, chance accuracy).
+# Negative controls: a vocabulary trained on each rank (token ids differ), an unprepared loader (every rank
+# reads every sample), even_batches=False (no wrap-around padding), plain gather (padded duplicates are
+# counted), one more step inside no_sync (the ranks' weights part), a checkpoint saved from the DDP wrapper
+# instead of the unwrapped model (from_pretrained finds none of its "module." keys), the model before training.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/bert_classification_trainer.py
+#   accelerate launch --multi_gpu --num_processes 2 snippets/end-to-end/bert_classification_trainer.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
 import random
 import tempfile
@@ -21,12 +23,14 @@ from collections import Counter
 from types import SimpleNamespace
 
 import torch
+import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list, set_seed
 from sklearn.metrics import classification_report
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 from torch.utils.data import DataLoader, Dataset
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+from transformers.utils import logging as transformers_logging
 
 import _claims
 
@@ -140,7 +144,7 @@ def main():
     # WordPiece training is not deterministic across processes (tokenizers issue #1794): train the
     # vocabulary once, on the main process, and send it to the others, or every rank numbers tokens its own way
     own_vocab = train_vocabulary([text for text, _ in train_rows])
-    vocab = broadcast_object_list([own_vocab])[0]
+    vocab = broadcast_object_list([own_vocab])[0]  # accelerate.utils: from the main process to all
     tokenizer = BertTokenizerFast(vocab=vocab)  # transformers 5: an alias of BertTokenizer, takes a vocab dict
     datasets = [ClassificationDataset(rows, tokenizer, args.max_len) for rows in (train_rows, dev_rows, test_rows)]
     train_loader = DataLoader(datasets[0], batch_size=args.batch_size, shuffle=True)
@@ -166,19 +170,35 @@ def main():
     # Which samples did the ranks train on? (all_gather_object is called by every rank)
     def overlap(ids):
         everyone = [None] * accelerator.num_processes
-        torch.distributed.all_gather_object(everyone, sorted(ids))
+        dist.all_gather_object(everyone, sorted(ids))
         return len(set.intersection(*(set(rank_ids) for rank_ids in everyone)))
 
     def ids_differing_between_ranks(vocabulary):
         everyone = [None] * accelerator.num_processes
-        torch.distributed.all_gather_object(everyone, vocabulary)
+        dist.all_gather_object(everyone, vocabulary)
         tokens = set().union(*everyone)
         return sum(len({v.get(token) for v in everyone}) > 1 for token in tokens)
+
+    def spread_between_ranks(module):
+        """Largest difference between this rank's weights and rank 0's (a collective)."""
+        flat = torch.cat([p.detach().flatten() for p in module.parameters()])
+        everyone = accelerator.gather(flat.unsqueeze(0))
+        return (everyone - everyone[0]).abs().max().item()
 
     shared_vocab_differences = ids_differing_between_ranks(tokenizer.get_vocab())
     own_vocab_differences = ids_differing_between_ranks(own_vocab)  # control: each rank trained its own
     train_overlap = max(overlap(epoch_ids) for epoch_ids in ids_per_epoch)
     unprepared_overlap = overlap([i for batch in train_loader for i in batch["sample_id"].tolist()])
+    # 101 test sentences do not split into 2 x 16: even_batches=True (the default) pads the last round with
+    # samples from the start, so some ids reach both ranks. Control: the same loader with even_batches=False.
+    uneven_overlap = overlap([i for batch in test_loader_engine for i in batch["sample_id"].tolist()])
+    # (what join_uneven_inputs(..., even_batches=False) sets on GPUs; on MULTI_CPU that context has no effect)
+    sampler = test_loader_engine.batch_sampler  # a BatchSamplerShard
+    padding, sampler.even_batches = getattr(sampler, "even_batches", True), False
+    try:
+        uneven_overlap_unpadded = overlap([i for batch in test_loader_engine for i in batch["sample_id"].tolist()])
+    finally:
+        sampler.even_batches = padding
 
     _, _, counted_ids = trainer.evaluate(model_engine, test_loader_engine)
     _, _, plain_gather_ids = trainer.evaluate(model_engine, test_loader_engine, gather=accelerator.gather)
@@ -188,25 +208,48 @@ def main():
     accelerator.wait_for_everyone()  # every rank has finished its last optimizer step
     unwrapped = accelerator.unwrap_model(model_engine)  # the bare BertForSequenceClassification
     with tempfile.TemporaryDirectory() as own_dir:
-        save_dir = broadcast_object_list([own_dir])[0]  # rank 0's directory (use a shared disk across machines)
+        shared = [own_dir]
+        dist.broadcast_object_list(shared, src=0)  # rank 0's directory (use a shared disk across machines)
+        save_dir, wrapper_dir = shared[0], shared[0] + "/saved_from_wrapper"
         # transformers 5 has no save_function argument any more; is_main_process decides who writes
         unwrapped.save_pretrained(save_dir, is_main_process=accelerator.is_main_process)
+        # control: the same save with unwrap_model left out (the wrapper's "module."-prefixed state dict)
+        unwrapped.save_pretrained(wrapper_dir, state_dict=model_engine.state_dict(),
+                                  is_main_process=accelerator.is_main_process)
         if accelerator.is_main_process:
             tokenizer.save_pretrained(save_dir)
         accelerator.wait_for_everyone()  # nobody reads before the main process has written
         reloaded = BertForSequenceClassification.from_pretrained(save_dir).to(accelerator.device).eval()
         reloaded_tokenizer = BertTokenizerFast.from_pretrained(save_dir)
+        set_seed(1)  # the keys from_pretrained does not find are initialised at random
+        verbosity = transformers_logging.get_verbosity()
+        transformers_logging.set_verbosity_error()  # its long MISSING/UNEXPECTED key table is the point, not news
+        try:
+            from_wrapper = BertForSequenceClassification.from_pretrained(wrapper_dir).to(accelerator.device).eval()
+        finally:
+            transformers_logging.set_verbosity(verbosity)
         accelerator.wait_for_everyone()  # rank 0 deletes its directory when it leaves this block
 
     texts = [text for text, _ in test_rows]
     with torch.no_grad():
         unwrapped.eval()
+        # THIS rank's trained model against the weights the main process saved: equal only if DDP kept
+        # the replicas identical
         trained_logits = unwrapped(**tokenizer(texts, padding=True, return_tensors="pt").to(accelerator.device)).logits
         reloaded_logits = reloaded(**reloaded_tokenizer(texts, padding=True, return_tensors="pt").to(accelerator.device)).logits
-        set_seed(1)
-        fresh_logits = BertForSequenceClassification(config).to(accelerator.device).eval()(
-            **tokenizer(texts, padding=True, return_tensors="pt").to(accelerator.device)
-        ).logits
+        from_wrapper_logits = from_wrapper(**tokenizer(texts, padding=True, return_tensors="pt").to(accelerator.device)).logits
+
+    # Synchronisation: after 40 steps the replicas are identical; one more step inside no_sync (each rank
+    # on its own batch, no all-reduce) is the control. Last, because it changes the weights.
+    synced_spread = spread_between_ranks(unwrapped)
+    model_engine.train()
+    batch_data = next(iter(train_loader_engine))
+    with accelerator.no_sync(model_engine):
+        logits, label = trainer.on_step(batch_data)
+        optimizer_engine.zero_grad()
+        accelerator.backward(criterion(logits, label))
+    optimizer_engine.step()
+    unsynced_spread = spread_between_ranks(unwrapped)
 
     _claims.equal(
         "ranks_share_one_vocabulary",
@@ -223,6 +266,14 @@ def main():
         train_samples=len(datasets[0]),
         samples_per_rank_per_epoch=len(ids_per_epoch[0]),
     )
+    _claims.at_least(
+        "uneven_dataset_sends_padding_samples_to_both_ranks",
+        measured=uneven_overlap,
+        control=uneven_overlap_unpadded,
+        bound=1,
+        test_samples=len(datasets[2]),
+        batch_size=args.batch_size,
+    )
     _claims.equal(
         "evaluation_counts_each_test_sample_once",
         measured=len(counted_ids),
@@ -234,9 +285,16 @@ def main():
         unprepared_loader_count=len(unprepared_test_ids),
     )
     _claims.at_most(
+        "replicas_identical_after_training",
+        measured=synced_spread,
+        control=unsynced_spread,
+        tolerance=1e-7,
+        steps_per_rank=sum(len(ids) for ids in ids_per_epoch) // args.batch_size,
+    )
+    _claims.at_most(
         "reloaded_model_predicts_identically",
         measured=(reloaded_logits - trained_logits).abs().max().item(),
-        control=(fresh_logits - trained_logits).abs().max().item(),
+        control=(from_wrapper_logits - trained_logits).abs().max().item(),
         tolerance=1e-6,
     )
     _claims.at_least(
@@ -247,6 +305,5 @@ def main():
         test_samples=len(datasets[2]),
         parameters=sum(p.numel() for p in unwrapped.parameters()),
     )
-
 
 main()

@@ -8,11 +8,12 @@
 # Negative controls: the same load with the unwrapped model's state_dict succeeds; prepare() on the
 # already prepared wrapper returns it unchanged.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/ddp_state_dict_module_prefix.py
+#   accelerate launch --multi_gpu --num_processes 2 snippets/end-to-end/ddp_state_dict_module_prefix.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
+from torch.nn.parallel import DistributedDataParallel
 
 import _claims
 
@@ -68,8 +69,10 @@ _claims.equal(
 )
 _claims.equal(
     "second_prepare_of_raw_module_wraps_again",
-    measured=int(raw_module_again is not model_engine),
-    control=int(same_wrapper_again is not model_engine),
+    # a NEW DistributedDataParallel around the module, not the wrapper, not the bare module handed back
+    measured=int(isinstance(raw_module_again, DistributedDataParallel) and raw_module_again is not model_engine),
+    control=int(isinstance(same_wrapper_again, DistributedDataParallel) and same_wrapper_again is not model_engine),
     expected=1,
-    both_wrap_same_module=raw_module_again.module is model_engine.module,
+    returned_type=type(raw_module_again).__name__,
+    both_wrap_same_module=getattr(raw_module_again, "module", None) is getattr(model_engine, "module", model_engine),
 )
