@@ -52,30 +52,6 @@ def ddp_does_not_wait_for_peers(patch):
     patch.wrap(DistributedDataParallel, "__init__", init)
 
 
-@mutant("rowwise-parallel-skips-all-reduce", "a row-parallel Linear returns its rank's partial sum without the all-reduce")
-def rowwise_parallel_skips_all_reduce(patch):
-    from torch.distributed.tensor.parallel import RowwiseParallel
-
-    def partial_sum(original, output_layouts, use_local_output, mod, outputs, device_mesh):
-        return outputs.to_local()  # the Partial placement is never redistributed: no all-reduce
-
-    patch.wrap(RowwiseParallel, "_prepare_output_fn", partial_sum)
-
-
-@mutant("colwise-parallel-replicates-weights", "a column-parallel Linear keeps the whole weight on every rank")
-def colwise_parallel_replicates_weights(patch):
-    import torch
-    from torch.distributed.tensor import Replicate, distribute_tensor
-    from torch.distributed.tensor.parallel import ColwiseParallel
-
-    def replicate(original, self, name, module, device_mesh):
-        for param_name, param in list(module.named_parameters()):
-            replicated = torch.nn.Parameter(distribute_tensor(param, device_mesh, [Replicate()]))
-            module.register_parameter(param_name, replicated)
-
-    patch.wrap(ColwiseParallel, "_partition_linear_fn", replicate)
-
-
 @mutant("new-group-is-the-world", "dist.new_group returns the default group: a subgroup collective involves every rank")
 def new_group_is_the_world(patch):
     import torch.distributed as dist
@@ -124,31 +100,3 @@ def all_to_all_keeps_local_data(patch):
     import torch.distributed as dist
 
     patch.wrap(dist, "all_to_all_single", lambda original, output, input, *args, **kwargs: output.copy_(input))
-
-
-@mutant("p2p-exchange-delivers-own-data", "batch_isend_irecv completes, but each receive buffer gets the rank's own outgoing tensor")
-def p2p_exchange_delivers_own_data(patch):
-    import torch.distributed as dist
-
-    def loopback(original, ops):
-        sends = [op.tensor for op in ops if op.op is dist.isend]
-        receives = [op.tensor for op in ops if op.op is dist.irecv]
-        for sent, buffer in zip(sends, receives):
-            buffer.copy_(sent)
-        return []
-
-    patch.wrap(dist, "batch_isend_irecv", loopback)
-
-
-@mutant("fsdp2-shards-nothing", "FSDP2's fully_shard leaves every parameter whole on every rank")
-def fsdp2_shards_nothing(patch):
-    import torch.distributed.fsdp
-
-    patch.wrap(torch.distributed.fsdp, "fully_shard", lambda original, module, *args, **kwargs: module)
-
-
-@mutant("one-f-one-b-runs-all-forwards-first", "Schedule1F1B runs every micro-batch's forward before any backward, as GPipe does")
-def one_f_one_b_runs_all_forwards_first(patch):
-    from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
-
-    patch.replace(Schedule1F1B, "_step_microbatches", ScheduleGPipe._step_microbatches)
