@@ -49,3 +49,70 @@ def local_sgd_syncs_every_step(patch):
         self._sync_and_avg_model_params()
 
     patch.wrap(LocalSGD, "step", every_step)
+
+
+@mutant("clip-grad-norm-returns-clipped-norm", "accelerator.clip_grad_norm_ returns the norm after clipping (at most max_norm), not the total norm before")
+def clip_grad_norm_returns_clipped_norm(patch):
+    from accelerate import Accelerator
+
+    def clipped(original, self, parameters, max_norm, norm_type=2):
+        return original(self, parameters, max_norm, norm_type=norm_type).clamp(max=max_norm)
+
+    patch.wrap(Accelerator, "clip_grad_norm_", clipped)
+
+
+@mutant("clip-grad-norm-per-parameter", "accelerator.clip_grad_norm_ clips each parameter's gradient by its own norm")
+def clip_grad_norm_per_parameter(patch):
+    import torch
+    from accelerate import Accelerator
+
+    def per_parameter(original, self, parameters, max_norm, norm_type=2):
+        parameters = [p for p in parameters if p.grad is not None]
+        total = torch.nn.utils.get_total_norm([p.grad for p in parameters], norm_type)
+        for p in parameters:
+            torch.nn.utils.clip_grad_norm_([p], max_norm, norm_type=norm_type)
+        return total
+
+    patch.wrap(Accelerator, "clip_grad_norm_", per_parameter)
+
+
+@mutant("clip-grad-norm-skips-clipping", "accelerator.clip_grad_norm_ computes and returns the norm but leaves the gradients unscaled")
+def clip_grad_norm_skips_clipping(patch):
+    import torch
+    from accelerate import Accelerator
+
+    def norm_only(original, self, parameters, max_norm, norm_type=2):
+        return torch.nn.utils.get_total_norm([p.grad for p in parameters if p.grad is not None], norm_type)
+
+    patch.wrap(Accelerator, "clip_grad_norm_", norm_only)
+
+
+@mutant("accumulate-syncs-every-micro-batch", "accumulate() sets sync_gradients on every micro-batch, so the optimizer steps on each one")
+def accumulate_syncs_every_micro_batch(patch):
+    from accelerate import Accelerator
+
+    def always(original, self):
+        original(self)
+        self.gradient_state._set_sync_gradients(True)
+
+    patch.wrap(Accelerator, "_do_sync", always)
+
+
+@mutant("clip-grad-norm-local-shard-norm", "clip_grad_norm_ on sharded (DTensor) gradients uses the norm of each rank's local shard")
+def clip_grad_norm_local_shard_norm(patch):
+    import torch
+    from torch.distributed.tensor import DTensor
+
+    def local_norm(original, parameters, max_norm, norm_type=2.0, *args, **kwargs):
+        parameters = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+        grads = [p.grad for p in parameters if p.grad is not None]
+        if not any(isinstance(g, DTensor) for g in grads):
+            return original(parameters, max_norm, norm_type, *args, **kwargs)
+        local = [g.to_local() if isinstance(g, DTensor) else g for g in grads]
+        total = torch.nn.utils.get_total_norm(local, norm_type)
+        scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+        for g in local:  # each rank scales its own shard by its own shard's norm
+            g.mul_(scale)
+        return total
+
+    patch.wrap(torch.nn.utils, "clip_grad_norm_", local_norm)
