@@ -116,3 +116,41 @@ def clip_grad_norm_local_shard_norm(patch):
         return total
 
     patch.wrap(torch.nn.utils, "clip_grad_norm_", local_norm)
+
+
+@mutant("accumulate-no-sync-first-model-only", "accumulate(a, b) puts only the first model it is given under no_sync")
+def accumulate_no_sync_first_model_only(patch):
+    from accelerate import Accelerator
+
+    def first_only(original, self, *models):
+        return original(self, *models[:1])
+
+    patch.wrap(Accelerator, "accumulate", first_only)
+
+
+@mutant("accelerated-optimizer-steps-every-micro-batch", "a prepared optimizer steps on every call, ignoring sync_gradients under accumulation")
+def accelerated_optimizer_steps_every_micro_batch(patch):
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    def always(original, self, closure=None):
+        self.optimizer.step(closure)
+
+    patch.wrap(AcceleratedOptimizer, "step", always)
+
+
+@mutant("prepare-wraps-first-model-only", "prepare() wraps only the first model in DDP; a second model stays a plain local module")
+def prepare_wraps_first_model_only(patch):
+    import torch
+    from accelerate import Accelerator
+
+    def first_only(original, self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        if not isinstance(result, tuple):
+            return result
+        wrapped = [i for i, obj in enumerate(result) if isinstance(obj, torch.nn.parallel.DistributedDataParallel)]
+        result = list(result)
+        for i in wrapped[1:]:
+            result[i] = result[i].module  # same parameters, no all-reduce
+        return tuple(result)
+
+    patch.wrap(Accelerator, "prepare", first_only)
