@@ -154,3 +154,33 @@ def prepare_wraps_first_model_only(patch):
         return tuple(result)
 
     patch.wrap(Accelerator, "prepare", first_only)
+
+
+@mutant("main-process-first-does-not-wait", "main_process_first lets every process into the block at once (no barrier before the others enter)")
+def main_process_first_does_not_wait(patch):
+    from accelerate.state import PartialState
+
+    def no_barrier(self, is_main):  # a generator, as the original: `yield from` drives it
+        yield
+
+    patch.replace(PartialState, "_goes_first", no_barrier)
+
+
+@mutant("local-main-process-first-uses-global-rank", "local_main_process_first lets only the global main process go first, not each node's local main")
+def local_main_process_first_uses_global_rank(patch):
+    from accelerate.state import PartialState
+
+    def global_first(original, self):
+        return self.main_process_first()
+
+    patch.wrap(PartialState, "local_main_process_first", global_first)
+
+
+@mutant("main-process-first-uses-local-rank", "main_process_first lets each node's local main go first, not only the global main process")
+def main_process_first_uses_local_rank(patch):
+    from accelerate.state import PartialState
+
+    def local_first(original, self):
+        return self.local_main_process_first()
+
+    patch.wrap(PartialState, "main_process_first", local_first)
