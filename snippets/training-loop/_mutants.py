@@ -184,3 +184,50 @@ def main_process_first_uses_local_rank(patch):
         return self.local_main_process_first()
 
     patch.wrap(PartialState, "main_process_first", local_first)
+
+
+@mutant("fp16-compress-hook-sends-fp32", "the fp16 compression hook all-reduces the float32 gradient uncompressed")
+def fp16_compress_hook_sends_fp32(patch):
+    import torch
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    def uncompressed(process_group, bucket) -> torch.futures.Future[torch.Tensor]:
+        return default_hooks.allreduce_hook(process_group, bucket)
+
+    patch.replace(default_hooks, "fp16_compress_hook", uncompressed)
+
+
+@mutant("ddp-accepts-bf16-hook-anywhere", "DDP registers the bf16 compression hook on any build and backend")
+def ddp_accepts_bf16_hook_anywhere(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    def skip_bf16_check(original, self, hook):
+        if hook.__name__ in ("bf16_compress_hook", "bf16_compress_wrapper_hook"):
+            return None
+        return original(self, hook)
+
+    patch.wrap(DistributedDataParallel, "_check_comm_hook", skip_bf16_check)
+
+
+@mutant("powersgd-hook-sends-full-gradient", "the PowerSGD hook all-reduces the whole gradient bucket, never the low-rank factors")
+def powersgd_hook_sends_full_gradient(patch):
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+
+    def full(state, bucket) -> torch.futures.Future[torch.Tensor]:
+        group = state.process_group if state.process_group is not None else dist.group.WORLD
+        return default_hooks._allreduce_fut(group, bucket.buffer())
+
+    patch.replace(powerSGD_hook, "powerSGD_hook", full)
+
+
+@mutant("powersgd-starts-at-first-iteration", "PowerSGD compresses from the first iterations by default (no 1000-iteration warm-up)")
+def powersgd_starts_at_first_iteration(patch):
+    from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState
+
+    def early(original, self, process_group, *args, **kwargs):
+        kwargs["start_powerSGD_iter"] = 2
+        return original(self, process_group, *args, **kwargs)
+
+    patch.wrap(PowerSGDState, "__init__", early)
