@@ -231,3 +231,41 @@ def powersgd_starts_at_first_iteration(patch):
         return original(self, process_group, *args, **kwargs)
 
     patch.wrap(PowerSGDState, "__init__", early)
+
+
+@mutant("trackers-run-on-every-process", "init_trackers and log run on every process, not only the main one (one run per process)")
+def trackers_run_on_every_process(patch):
+    from accelerate import Accelerator
+    from accelerate.tracking import LOGGER_TYPE_TO_CLASS, GeneralTracker
+
+    def init_everywhere(self, project_name, config=None, init_kwargs=None):  # Accelerator.init_trackers, ungated
+        init_kwargs = init_kwargs or {}
+        for tracker in self.log_with:
+            if isinstance(tracker, GeneralTracker):
+                self.trackers.append(tracker)
+            else:
+                tracker_init = LOGGER_TYPE_TO_CLASS[str(tracker)]
+                args = (project_name, self.logging_dir) if tracker_init.requires_logging_directory else (project_name,)
+                self.trackers.append(tracker_init(*args, **init_kwargs.get(str(tracker), {})))
+        for tracker in self.trackers:
+            tracker.start()
+        if config is not None:
+            for tracker in self.trackers:
+                tracker.store_init_configuration(config)
+
+    def log_everywhere(self, values, step=None, log_kwargs=None):  # Accelerator.log, ungated
+        for tracker in self.trackers:
+            tracker.log(values, step=step, **(log_kwargs or {}).get(tracker.name, {}))
+
+    patch.replace(Accelerator, "init_trackers", init_everywhere)
+    patch.replace(Accelerator, "log", log_everywhere)
+
+
+@mutant("log-drops-step", "accelerator.log does not pass the step to the trackers")
+def log_drops_step(patch):
+    from accelerate import Accelerator
+
+    def no_step(original, self, values, step=None, log_kwargs=None):
+        return original(self, values, step=None, log_kwargs=log_kwargs)
+
+    patch.wrap(Accelerator, "log", no_step)
