@@ -1,0 +1,110 @@
+"""Mutants for failures: the library bugs that the wrong answers on these pages describe.
+
+Each is a quiet, plausible misbehaviour of accelerate or torch (wrong numbers, a skipped check), applied in
+every rank for one run of a snippet; the forked children of the hang proofs inherit the patch.
+"""
+from verify.mutation import mutant
+
+
+@mutant("prepare-skips-ddp-for-frozen-model",
+        "accelerator.prepare on CPU leaves a model with no trainable parameter unwrapped, as the GPU branch does")
+def prepare_skips_ddp_for_frozen_model(patch):
+    from accelerate import Accelerator
+
+    def prepare_model(original, self, model, *args, **kwargs):
+        if not any(p.requires_grad for p in model.parameters()):
+            patch.ran()
+            return model
+        return original(self, model, *args, **kwargs)
+
+    patch.wrap(Accelerator, "prepare_model", prepare_model)
+
+
+@mutant("ddp-skips-model-check",
+        "DDP does not compare the models of the ranks when it wraps them (no parameter count or shape check)")
+def ddp_skips_model_check(patch):
+    import torch.nn.parallel.distributed as ddp_module
+
+    patch.replace(ddp_module, "_verify_param_shape_across_processes", lambda process_group, tensors, logger=None: None)
+
+
+@mutant("accelerator-state-accepts-new-settings",
+        "a second Accelerator with another mixed_precision is accepted silently (AcceleratorState does not check)")
+def accelerator_state_accepts_new_settings(patch):
+    from accelerate.state import AcceleratorState
+
+    patch.replace(AcceleratorState, "_check_initialized", lambda self, mixed_precision=None, cpu=None: None)
+
+
+@mutant("gather-returns-ragged",
+        "gather of different shapes just concatenates what each rank has (a ragged result, no error)")
+def gather_returns_ragged(patch):
+    import torch
+    import torch.distributed as dist
+    import accelerate.accelerator as accelerator_module
+
+    def gather(tensor):
+        patch.ran()
+        pieces = [None] * dist.get_world_size()
+        dist.all_gather_object(pieces, tensor)
+        return torch.cat([piece.to(tensor.device) for piece in pieces])
+
+    patch.replace(accelerator_module, "gather", gather)
+
+
+@mutant("check-trigger-drops-the-flag",
+        "check_trigger resets the flag before it reduces it, so a set_trigger on one rank is never seen")
+def check_trigger_drops_the_flag(patch):
+    from accelerate import Accelerator
+
+    def check_trigger(original, self):
+        self.flag_tensor = None  # the reset happens first: every rank reduces a 0
+        return original(self)
+
+    patch.wrap(Accelerator, "check_trigger", check_trigger)
+
+
+@mutant("all-reduce-max-takes-min",
+        "all_reduce with ReduceOp.MAX returns the minimum (the flag of a rank that did not want to stop wins)")
+def all_reduce_max_takes_min(patch):
+    import torch.distributed as dist
+
+    def all_reduce(original, tensor, op=dist.ReduceOp.SUM, *args, **kwargs):
+        if op == dist.ReduceOp.MAX:
+            patch.ran()
+            op = dist.ReduceOp.MIN
+        return original(tensor, op, *args, **kwargs)
+
+    patch.wrap(dist, "all_reduce", all_reduce)
+
+
+@mutant("barrier-does-not-wait",
+        "barrier returns at once instead of waiting for every rank of the group")
+def barrier_does_not_wait(patch):
+    import torch.distributed as dist
+
+    patch.replace(dist, "barrier", lambda *args, **kwargs: None)
+
+
+@mutant("pg-timeout-ignored",
+        "init_process_group ignores its timeout argument and keeps the 30-minute default")
+def pg_timeout_ignored(patch):
+    import torch.distributed as dist
+
+    def init_process_group(original, *args, **kwargs):
+        if kwargs.pop("timeout", None) is not None:
+            patch.ran()
+        return original(*args, **kwargs)
+
+    patch.wrap(dist, "init_process_group", init_process_group)
+
+
+@mutant("detail-skips-collective-checks",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL does not wrap the process group, so no collective is checked")
+def detail_skips_collective_checks(patch):
+    import torch.distributed.distributed_c10d as c10d
+
+    def unwrapped(wrapped_pg, *args, **kwargs):
+        return wrapped_pg
+
+    patch.replace(c10d, "_create_process_group_wrapper", unwrapped)
