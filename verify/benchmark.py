@@ -1,7 +1,8 @@
 """Times the whole proof suite run both ways, one after the other, on this machine.
 
-    python -m verify.benchmark            # grouped, then isolated; prints the ratio
+    python -m verify.benchmark            # grouped, grouped with every mutant, then isolated
     python -m verify.benchmark --nproc 2
+    python -m verify.benchmark --no-isolated   # skip the slow reference (about 10 minutes here)
 
 Not a timed test: wall times depend on the machine. It also checks that both modes agree.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from verify.pages import all_proofs, load_pages
 from verify.runner import LaunchSettings
-from verify.session import skip_reason, verify_proofs
+from verify.session import named_mutants, skip_reason, verify, verify_proofs
 
 
 def import_floor(repeats: int = 3) -> float:
@@ -40,6 +41,7 @@ def timed(proofs, settings, mode, work_dir):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--no-isolated", action="store_true", help="skip the isolated reference run")
     args = parser.parse_args(argv)
     settings = LaunchSettings(num_processes=args.nproc)
     proofs = [p for p in all_proofs(load_pages()) if not skip_reason(p, settings)]
@@ -51,6 +53,15 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as work:
         grouped_s, grouped = timed(proofs, settings, "grouped", Path(work) / "grouped")
         print(f"grouped : {grouped_s:7.1f} s  ({grouped_s / snippets:.2f} s per snippet)", flush=True)
+        runs = sum(len(named_mutants(p)) for p in proofs)
+        started = time.perf_counter()
+        mutated = verify(proofs, settings, Path(work) / "mutants", "grouped", evidence_dir=None, mutants=True)
+        mutants_s = time.perf_counter() - started
+        killed = sum(v.status == "killed" for v in mutated.mutants.values())
+        print(f"mutants : {mutants_s:7.1f} s  (plain runs and {runs} mutant runs in grouped launches; "
+              f"{killed}/{len(mutated.mutants)} mutants caught by every claim naming them)", flush=True)
+        if args.no_isolated:
+            return 0
         isolated_s, isolated = timed(proofs, settings, "isolated", Path(work) / "isolated")
         print(f"isolated: {isolated_s:7.1f} s  ({isolated_s / snippets:.2f} s per snippet)")
     print(f"ratio   : grouped is {isolated_s / grouped_s:.1f}x faster than isolated")

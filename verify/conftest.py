@@ -13,7 +13,7 @@ import pytest
 from verify.labs import LabProof, load_labs, verify_labs
 from verify.pages import ROOT, all_proofs, load_pages
 from verify.runner import LaunchSettings
-from verify.session import verify_proofs
+from verify.session import verify
 
 
 def pytest_addoption(parser):
@@ -31,6 +31,10 @@ def pytest_addoption(parser):
     group.addoption(
         "--launch-mode", choices=("grouped", "isolated"), default="grouped",
         help="grouped: many snippets per launch (fast); isolated: one launch per snippet (reference)",
+    )  # fmt: skip
+    group.addoption(
+        "--mutants", action="store_true",
+        help="also run each snippet under every mutant (library bug) its claims name: each claim must then fail",
     )  # fmt: skip
 
 
@@ -60,13 +64,21 @@ def pytest_generate_tests(metafunc):
         cases += [(lab, None) for lab in broken_labs] + [(lab, claim) for lab in lab_proofs for claim in lab.claims]
         ids = [f"{owner.page}::{claim}" if claim else f"{owner.slug}::front-matter" for owner, claim in cases]
         metafunc.parametrize("claim", cases, ids=ids)
+    if "mutant_case" in metafunc.fixturenames:
+        # One test per (claim, mutant it names): only with --mutants, so the plain run stays fast.
+        proofs = all_proofs(load_pages()) if metafunc.config.getoption("mutants") else []
+        cases = [(proof, claim_id, name) for proof in proofs for claim_id, claim in proof.claims.items()
+                 for name in claim.breaks_when]  # fmt: skip
+        ids = [f"{proof.page}::{claim_id}::{name}" for proof, claim_id, name in cases]
+        metafunc.parametrize("mutant_case", cases, ids=ids)
 
 
 @pytest.fixture(scope="session")
-def verdicts(request):
-    """Runs, once, the snippets of the claims this pytest session selected (so `-k` stays cheap)."""
+def results(request):
+    """Runs, once, the snippets of the claims (and mutants) this pytest session selected (so `-k` stays cheap)."""
     params = [getattr(item, "callspec", None) for item in request.session.items]
     selected = [callspec.params["claim"] for callspec in params if callspec and "claim" in callspec.params]
+    selected += [callspec.params["mutant_case"][:2] for callspec in params if callspec and "mutant_case" in callspec.params]
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
@@ -77,11 +89,22 @@ def verdicts(request):
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         reuse = request.config.getoption("reuse_evidence")
         lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", reuse_evidence=reuse)
-        verdicts = verify_proofs(
+        found = verify(
             proofs, settings, work_dir, request.config.getoption("launch_mode"),
-            reuse_evidence=reuse,
+            reuse_evidence=reuse, mutants=request.config.getoption("mutants"),
         )  # fmt: skip
-        return {**verdicts, **lab_verdicts.result()}
+        found.verdicts.update(lab_verdicts.result())
+        return found
+
+
+@pytest.fixture(scope="session")
+def verdicts(results):
+    return results.verdicts
+
+
+@pytest.fixture(scope="session")
+def mutant_verdicts(results):
+    return results.mutants
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
     """Everything a verdict depends on: the snippet and the helper modules beside it, the page's claims, the
     installed versions, the launch asked for, and the harness itself. Equal fingerprints, same verdicts."""
     digest = hashlib.sha256()
-    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py")})
+    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *mutant_sources(proof)})
     for path in [proof.path, *helpers, *sorted(HARNESS_DIR.glob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     declared = {
@@ -46,6 +46,20 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
     }  # fmt: skip
     digest.update(json.dumps(declared, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def mutant_sources(proof: Proof) -> set:
+    """The files defining the mutants this proof's claims name: a changed mutant is a changed proof."""
+    from verify.mutation import MutantError, catalogue_for
+
+    names = {name for claim in proof.claims.values() for name in claim.breaks_when}
+    if not names:
+        return set()
+    try:
+        known = catalogue_for(proof)
+    except MutantError:
+        return set()  # the catalogue's own test names the problem
+    return {known[name].source for name in names if name in known}
 
 
 def as_declared(claim: dict) -> bool:
@@ -82,15 +96,56 @@ def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path =
     ]  # fmt: skip
 
 
-def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: LaunchSettings) -> dict:
+def mutants_section(mutant_verdicts: list) -> list:
+    return [
+        {"mutant": v.mutant, "describes": v.describes, "status": v.status, "reason": v.reason,
+         "reached_ranks": v.reached_ranks, "claims": [{"id": claim, **found} for claim, found in v.claims.items()]}
+        for v in mutant_verdicts
+    ]  # fmt: skip
+
+
+def reused_mutant_verdicts(proof: Proof, names: list, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
+    """The recorded mutant verdicts of this proof if each named mutant was caught in its latest evidence."""
+    from verify.judge import MutantVerdict
+
+    found = read(proof.snippet, evidence_dir) if names and proof.path.exists() else None
+    if not names:
+        return {}
+    recorded = {entry["mutant"]: entry for entry in (found or {}).get("mutants") or []}
+    if set(names) - set(recorded) or any(recorded[name]["status"] != "killed" for name in names):
+        return None
+    return {
+        name: MutantVerdict(proof.page, proof.snippet, name, recorded[name]["describes"], "killed",
+                            "reused: " + recorded[name]["reason"], recorded[name]["reached_ranks"],
+                            {c["id"]: {k: v for k, v in c.items() if k != "id"} for c in recorded[name]["claims"]})
+        for name in names
+    }  # fmt: skip
+
+
+def record(
+    proof: Proof,
+    run: SnippetRun | None,
+    verdicts: list,
+    settings: LaunchSettings,
+    mutant_verdicts: list | None = None,
+    evidence_dir: Path | None = None,
+) -> dict:
+    """The evidence of one proof's run; without mutant runs this time, the mutant evidence of the same
+    fingerprint is kept (a plain rerun of an unchanged proof does not forget what its mutants showed)."""
     ranks = run.ranks if run else {}
     states = {str(rank): outcome.state for rank, outcome in sorted(ranks.items())}
     first = next((state for state in states.values() if state), {}) or {}
     installed = versions()
-    return {
+    current = fingerprint(proof, settings) if proof.path.exists() else None
+    if mutant_verdicts is not None:
+        mutants = mutants_section(mutant_verdicts)
+    else:
+        before = read(proof.snippet, evidence_dir) if evidence_dir is not None else None
+        mutants = (before or {}).get("mutants") if (before or {}).get("fingerprint") == current else None
+    found = {
         "page": proof.page,
         "snippet": proof.snippet,
-        "fingerprint": fingerprint(proof, settings) if proof.path.exists() else None,
+        "fingerprint": current,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": installed,
         "platform": platform.platform(),
@@ -122,6 +177,9 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
             for v in verdicts
         ],
     }
+    if mutants is not None:
+        found["mutants"] = mutants
+    return found
 
 
 def write(evidence: dict, evidence_dir: Path = EVIDENCE_DIR) -> Path:

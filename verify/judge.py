@@ -100,3 +100,74 @@ def judge(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> lis
         reason = f"{where}: " + ("; ".join(failures) if failures else "holds on every reporting rank")
         verdicts.append(Verdict(proof.page, proof.snippet, claim, not failures, reason, reports))
     return verdicts
+
+
+@dataclass
+class MutantVerdict:
+    """What one mutant did to the claims that name it: each must fail by its value, not by a crash."""
+
+    page: str
+    snippet: str
+    mutant: str
+    describes: str
+    status: str  # killed | survived | crashed | not_reached | not_reported | not_run
+    reason: str
+    reached_ranks: list
+    claims: dict  # claim id -> {"killed": bool, "how": str, "reports": [...]}
+
+    def caught(self, claim: str) -> bool:
+        return self.status in ("killed", "survived") and self.claims.get(claim, {}).get("killed", False)
+
+
+def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchSettings) -> MutantVerdict:
+    """The claims of `proof` that name `mutant`, judged on the run made with it applied."""
+    named = [claim_id for claim_id, claim in proof.claims.items() if mutant.name in claim.breaks_when]
+    where = f"page {proof.page}, snippet {proof.snippet}, mutant {mutant.name} ({mutant.describes})"
+
+    def verdict(status, reason, reached=(), claims=None):
+        return MutantVerdict(proof.page, proof.snippet, mutant.name, mutant.describes, status, f"{where}: {reason}",
+                             list(reached), claims or {})  # fmt: skip
+
+    if run is None or run.status == "launch_failed":
+        return verdict("not_run", (run.problem if run else None) or "the snippet was not run under this mutant")
+    if run.status != "finished":
+        return verdict("crashed", f"{run.status}, not caught by a value: {run.problem}")
+    problems = run_problems(proof, run, settings)
+    if problems:
+        return verdict("not_run", "the run under the mutant is not valid: " + "; ".join(problems))
+    reached = sorted(rank for rank, outcome in run.ranks.items() if outcome.mutant_reached)
+    if not reached:
+        targets = sorted({t for outcome in run.ranks.values() for t in outcome.mutant_targets}) or ["its patch"]
+        return verdict("not_reached", f"the snippet never reaches {', '.join(targets)}: the mutant never ran")
+    claims, survivors, missing = {}, [], []
+    for claim in named:
+        reports = sorted((r for o in run.ranks.values() for r in o.reports if r["claim"] == claim), key=lambda r: r["rank"])
+        if not reports:
+            missing.append(claim)
+            claims[claim] = {"killed": False, "how": "not reported under the mutant", "reports": []}
+            continue
+        outcomes = [_claims.verdict(record) for record in reports]
+        killed = not all(passed for passed, _, _ in outcomes)
+        if not killed:
+            how = "still held"
+        elif any(not holds for _, holds, _ in outcomes):
+            how = "measured missed the bound"
+        else:
+            how = "the control met the bound"
+        claims[claim] = {
+            "killed": killed,
+            "how": how,
+            "reports": [{k: r.get(k) for k in ("rank", "measured", "control", "op", "bound")} for r in reports],
+        }
+        if not killed:
+            survivors.append(claim)
+    if missing:
+        return verdict("not_reported", f"no rank reported {missing} under the mutant", reached, claims)
+    if survivors:
+        values = "; ".join(
+            f"{claim}: measured {claims[claim]['reports'][0]['measured']} still meets "
+            f"{claims[claim]['reports'][0]['op']} {claims[claim]['reports'][0]['bound']}"
+            for claim in survivors
+        )
+        return verdict("survived", f"the claim(s) still held in the mutant's world: {values}", reached, claims)
+    return verdict("killed", "every claim naming it failed by its value", reached, claims)

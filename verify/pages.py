@@ -31,6 +31,8 @@ class Claim:
     control: str | None = None  # what the negative control removes, e.g. "no_sync, so no all-reduce"
     since: str | None = None  # first Accelerate release the claim holds for (None: any)
     until: str | None = None  # last release it holds for (None: any)
+    breaks_when: tuple = ()  # mutants (library bugs) under which this claim must fail by its value
+    no_mutant: str | None = None  # why no library code could break it (IEEE arithmetic, say)
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -130,7 +132,7 @@ def parse_claim(path: Path, claim_id: str, value) -> Claim:
     if isinstance(value, str):
         return Claim(says=value)
     if isinstance(value, dict) and isinstance(value.get("says"), str):
-        unknown = set(value) - {"says", "control", "since", "until"}
+        unknown = set(value) - {"says", "control", "since", "until", "breaks_when", "no_mutant"}
         if unknown:
             raise PageError(f"{path}: claim {claim_id!r} has unknown field(s) {sorted(unknown)}")
         return Claim(
@@ -138,8 +140,18 @@ def parse_claim(path: Path, claim_id: str, value) -> Claim:
             control=value.get("control"),
             since=str(value["since"]) if value.get("since") is not None else None,
             until=str(value["until"]) if value.get("until") is not None else None,
+            breaks_when=_mutant_names(path, claim_id, value.get("breaks_when")),
+            no_mutant=value.get("no_mutant"),
         )
     raise PageError(f"{path}: claim {claim_id!r} must be a sentence or a mapping with 'says' and 'control'")
+
+
+def _mutant_names(path: Path, claim_id: str, names) -> tuple:
+    if names is None:
+        return ()
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) and name for name in names):
+        raise PageError(f"{path}: claim {claim_id!r}: breaks_when must be a non-empty list of mutant names")
+    return tuple(names)
 
 
 def parse_proofs(path: Path, meta: dict, snippets_dir: Path) -> tuple:

@@ -89,6 +89,8 @@ class RankOutcome:
     seconds: float | None = None
     finished: bool = False
     ended_at: float | None = None  # wall-clock time of its end event: who failed first
+    mutant_reached: bool | None = None  # under a mutant: whether its patched code ran in this rank
+    mutant_targets: list = field(default_factory=list)  # what the mutant patched
 
 
 @dataclass
@@ -104,9 +106,10 @@ class SnippetRun:
 
 @dataclass
 class SnippetSpec:
-    name: str
+    name: str  # unique in a launch: the snippet's stem, with "@mutant" for a run under a mutant
     path: str
     timeout: float
+    mutant: dict | None = None  # {"name", "source"}: the library bug applied in every rank for this run
 
 
 def free_port() -> int:
@@ -205,7 +208,7 @@ class Launch:
     def __init__(self, batch: list[SnippetSpec], settings: LaunchSettings, run_dir: Path, mode: str):
         self.batch, self.settings, self.run_dir, self.mode = batch, settings, run_dir, mode
         run_dir.mkdir(parents=True, exist_ok=True)
-        manifest = {"run_dir": str(run_dir), "snippets": [{"name": s.name, "path": s.path} for s in batch]}
+        manifest = {"run_dir": str(run_dir), "snippets": [{"name": s.name, "path": s.path, "mutant": s.mutant} for s in batch]}
         (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
         port = free_port()
         self.commands = [
@@ -228,6 +231,8 @@ class Launch:
                     outcome.finished, outcome.seconds = event["ok"], event["seconds"]
                     outcome.ended_at = event["time"]
                     outcome.state = event.get("state")
+                    outcome.mutant_reached = event.get("mutant_reached")
+                    outcome.mutant_targets = event.get("mutant_targets") or []
             claims_file = self.run_dir / f"{spec.name}.rank{rank}.claims.jsonl"
             if claims_file.exists():
                 outcome.reports = [json.loads(line) for line in claims_file.read_text().splitlines() if line]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify import evidence
-from verify.judge import Verdict, judge
+from verify import evidence, mutation
+from verify.judge import MutantVerdict, Verdict, judge, judge_mutant
 from verify.pages import Proof
 from verify.runner import LaunchSettings, SnippetSpec, run_snippets
 
@@ -36,6 +37,21 @@ def skip_reason(proof: Proof, settings: LaunchSettings) -> str | None:
     return None
 
 
+@dataclass
+class Results:
+    verdicts: dict = field(default_factory=dict)  # (page slug, snippet, claim id) -> Verdict
+    mutants: dict = field(default_factory=dict)  # (page slug, snippet, mutant) -> MutantVerdict
+
+
+def named_mutants(proof: Proof) -> list[str]:
+    """The mutants a proof's claims name, in the order they first appear."""
+    return list(dict.fromkeys(name for claim in proof.claims.values() for name in claim.breaks_when))
+
+
+def mutant_run_name(proof: Proof, mutant: str) -> str:
+    return f"{proof.name}@{mutant}"
+
+
 def verify_proofs(
     proofs: list[Proof],
     settings: LaunchSettings,
@@ -44,42 +60,84 @@ def verify_proofs(
     evidence_dir: Path | None = evidence.EVIDENCE_DIR,
     reuse_evidence: bool = False,
 ) -> dict[tuple[str, str, str], Verdict]:
-    """(page slug, snippet, claim id) -> verdict. Missing snippets are judged without a launch.
+    """(page slug, snippet, claim id) -> verdict; see `verify`."""
+    return verify(proofs, settings, work_dir, mode, evidence_dir, reuse_evidence).verdicts
 
-    With `reuse_evidence`, a proof whose fingerprint (snippet, claims, versions, launch, harness) matches
-    its latest passing evidence is not run again: its recorded verdicts stand.
+
+def verify(
+    proofs: list[Proof],
+    settings: LaunchSettings,
+    work_dir: Path,
+    mode: str = "grouped",
+    evidence_dir: Path | None = evidence.EVIDENCE_DIR,
+    reuse_evidence: bool = False,
+    mutants: bool = False,
+) -> Results:
+    """Runs each snippet once (and, with `mutants`, once more per mutant its claims name) and judges it.
+
+    Missing snippets are judged without a launch. With `reuse_evidence`, a proof whose fingerprint
+    (snippet, claims, versions, launch, harness) matches its latest evidence, in which every claim came
+    out as declared (and, with `mutants`, every named mutant was caught), is not run again.
     """
-    verdicts = {}
+    results = Results()
     if reuse_evidence and evidence_dir is not None:
         still_to_run = []
         for proof in proofs:
-            reused = None if skip_reason(proof, settings) else evidence.reused_verdicts(
-                proof, settings_for(proof, settings), evidence_dir
-            )  # fmt: skip
-            for verdict in reused or []:
-                verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
-            if reused is None:
+            launch = settings_for(proof, settings)
+            reused = None if skip_reason(proof, settings) else evidence.reused_verdicts(proof, launch, evidence_dir)
+            reused_mutants = evidence.reused_mutant_verdicts(proof, named_mutants(proof), evidence_dir) if mutants else {}
+            if reused is None or reused_mutants is None:
                 still_to_run.append(proof)
+                continue
+            for verdict in reused:
+                results.verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
+            for verdict in reused_mutants.values():
+                results.mutants[(proof.page, proof.snippet, verdict.mutant)] = verdict
         proofs = still_to_run
     runnable = [p for p in proofs if p.path.exists() and not skip_reason(p, settings)]
     # One launch configuration per process count; each snippet runs once whichever pages name it.
-    groups: dict[tuple[int, int], tuple[LaunchSettings, dict[str, SnippetSpec]]] = {}
+    # Mutant runs go after every plain run of their launch: a mutant that crashes costs a new launch,
+    # never the plain verdicts.
+    groups: dict[tuple[int, int], tuple[LaunchSettings, dict[str, SnippetSpec], dict[str, SnippetSpec]]] = {}
     for proof in runnable:
+        catalogue = mutation.catalogue_for(proof) if mutants else {}
         launch = settings_for(proof, settings)
-        _, specs = groups.setdefault((launch.num_processes, launch.num_machines), (launch, {}))
+        _, specs, mutant_specs = groups.setdefault((launch.num_processes, launch.num_machines), (launch, {}, {}))
         specs.setdefault(proof.name, SnippetSpec(proof.name, str(proof.path), proof.timeout))
+        for name in named_mutants(proof):
+            if name in catalogue:  # an unknown name is judged below ("no such mutant"), without a run
+                mutant = {"name": name, "source": str(catalogue[name].source)}
+                run_name = mutant_run_name(proof, name)
+                mutant_specs.setdefault(run_name, SnippetSpec(run_name, str(proof.path), proof.timeout, mutant))
     runs = {}
-    for (processes, machines), (launch, specs) in groups.items():
+    for (processes, machines), (launch, specs, mutant_specs) in groups.items():
         folder = work_dir / (f"nproc-{processes}" + (f"-nnodes-{machines}" if machines > 1 else ""))
-        runs.update(run_snippets(list(specs.values()), launch, folder, mode))
+        runs.update(run_snippets([*specs.values(), *mutant_specs.values()], launch, folder, mode))
     for proof in proofs:
         if skip_reason(proof, settings):
             continue
         launch = settings_for(proof, settings)
         run = runs.get(proof.name)
         proof_verdicts = judge(proof, run, launch)
+        mutant_verdicts = []
+        if mutants:
+            catalogue = mutation.catalogue_for(proof)
+            for name in named_mutants(proof):
+                if name not in catalogue:
+                    mutant_verdicts.append(unknown_mutant(proof, name))
+                    continue
+                mutant_verdicts.append(judge_mutant(proof, catalogue[name], runs.get(mutant_run_name(proof, name)), launch))
         if evidence_dir is not None and proof.path.exists():
-            evidence.write(evidence.record(proof, run, proof_verdicts, launch), evidence_dir)
+            record = evidence.record(proof, run, proof_verdicts, launch, mutant_verdicts if mutants else None, evidence_dir)
+            evidence.write(record, evidence_dir)
         for verdict in proof_verdicts:
-            verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
-    return verdicts
+            results.verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
+        for verdict in mutant_verdicts:
+            results.mutants[(proof.page, proof.snippet, verdict.mutant)] = verdict
+    return results
+
+
+def unknown_mutant(proof: Proof, name: str) -> MutantVerdict:
+    where = f"page {proof.page}, snippet {proof.snippet}, mutant {name}"
+    return MutantVerdict(proof.page, proof.snippet, name, "", "not_run",
+                         f"{where}: no snippets/*/{mutation.MUTANTS_FILE} defines a mutant of that name", [], {})  # fmt: skip

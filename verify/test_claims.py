@@ -23,3 +23,15 @@ def test_claim(claim, verdicts, settings):
         )
         pytest.xfail(f"does not hold on accelerate {release}, as declared ({declared.since or 'any'} to {declared.until or 'now'})")
     assert verdict.passed, verdict.reason
+
+
+def test_mutant(mutant_case, mutant_verdicts, settings):
+    """`pytest verify --mutants`: the claim must FAIL, by its value, in the world the mutant makes."""
+    proof, claim_id, name = mutant_case
+    reason = skip_reason(proof, settings)
+    if reason:
+        pytest.skip(reason)
+    verdict = mutant_verdicts[(proof.page, proof.snippet, name)]
+    assert verdict.status in ("killed", "survived", "not_reported"), verdict.reason
+    found = verdict.claims.get(claim_id, {})
+    assert found.get("killed"), f"{verdict.reason}\nclaim {claim_id}: {found.get('how', 'not judged')}"

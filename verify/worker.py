@@ -26,6 +26,9 @@ import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState, PartialState
 
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout: verify.mutation
+from verify import mutation  # noqa: E402
+
 
 def world_state():
     """What the snippet really ran with, as Accelerate and torch.distributed each see it."""
@@ -120,13 +123,20 @@ def main(manifest_path):
         emit("start", snippet=name)
         started = time.perf_counter()
         sys.argv = [path]
+        patch = None
         try:
             with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                # A mutant: the library broken the way a wrong answer says, for this run only.
+                if snippet.get("mutant"):
+                    patch = mutation.apply(snippet["mutant"]["name"], snippet["mutant"]["source"])
                 try:
                     runpy.run_path(path, run_name="__main__")
                 except SystemExit as exit_request:
                     if exit_request.code not in (None, 0):
                         raise
+                finally:
+                    if patch is not None:
+                        patch.undo()
         except BaseException:
             with open(os.path.join(run_dir, f"{name}.rank{rank}.traceback"), "w") as out:
                 out.write(traceback.format_exc())
@@ -135,7 +145,8 @@ def main(manifest_path):
             # the harness names this snippet and starts a new launch for the ones not yet run.
             status.flush()
             os._exit(1)
-        emit("end", snippet=name, ok=True, seconds=time.perf_counter() - started, state=world_state())
+        mutant = {"mutant_reached": patch.reached, "mutant_targets": patch.targets} if patch is not None else {}
+        emit("end", snippet=name, ok=True, seconds=time.perf_counter() - started, state=world_state(), **mutant)
     if dist.is_initialized():
         dist.barrier()
     emit("done")

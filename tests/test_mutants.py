@@ -1,0 +1,150 @@
+"""Mutants: a claim must fail by its value in the world its mutant makes, and a mutant never leaks."""
+
+import importlib.metadata
+import types
+from pathlib import Path
+
+import pytest
+
+from verify.evidence import read
+from verify.judge import judge
+from verify.mutation import MutantError, Patch, catalogue, mutants_in
+from verify.pages import Claim, Proof, all_proofs, load_pages
+from verify.runner import LaunchSettings, SnippetSpec, run_snippets
+from verify.session import verify
+
+SNIPPETS = Path(__file__).parent / "mutants" / "snippets"
+MUTANTS = ["all-reduce-takes-the-max", "all-reduce-unchanged", "broadcast-does-nothing", "no-such-mutant",
+           "all-reduce-raises"]
+
+
+def sum_proof(*mutants):
+    claim = Claim(says="1 + 2 = 3", control="no all-reduce", breaks_when=tuple(mutants))
+    return Proof(page="sums", snippet="sum_of_ranks.py", claims={"sum_of_ranks": claim}, snippets_dir=SNIPPETS)
+
+
+@pytest.fixture(scope="module")
+def mutated(tmp_path_factory):
+    """One grouped launch: the plain run, then one run per mutant (a crashing one ends its launch)."""
+    work = tmp_path_factory.mktemp("mutants")
+    return verify([sum_proof(*MUTANTS)], LaunchSettings(num_processes=2), work, evidence_dir=work / "evidence",
+                  mutants=True), work  # fmt: skip
+
+
+def outcome(mutated, name):
+    return mutated[0].mutants[("sums", "sum_of_ranks.py", name)]
+
+
+def test_the_plain_run_passes_beside_its_mutants(mutated):
+    assert mutated[0].verdicts[("sums", "sum_of_ranks.py", "sum_of_ranks")].passed
+
+
+def test_the_evidence_keeps_each_mutant_run(mutated):
+    recorded = {entry["mutant"]: entry for entry in read("sum_of_ranks.py", mutated[1] / "evidence")["mutants"]}
+    assert recorded.keys() == set(MUTANTS)
+    killed = recorded["all-reduce-takes-the-max"]
+    assert killed["status"] == "killed" and killed["reached_ranks"] == [0, 1]
+    assert killed["describes"] == "all_reduce returns the largest value instead of the sum"
+    assert killed["claims"][0]["id"] == "sum_of_ranks" and killed["claims"][0]["reports"][0]["measured"] == 2.0
+
+
+def test_a_mutant_that_changes_the_value_is_caught(mutated):
+    found = outcome(mutated, "all-reduce-takes-the-max")
+    assert found.status == "killed" and found.caught("sum_of_ranks"), found.reason
+    assert found.claims["sum_of_ranks"]["how"] == "measured missed the bound"
+    assert [r["measured"] for r in found.claims["sum_of_ranks"]["reports"]] == [2.0, 2.0]
+    assert found.reached_ranks == [0, 1]
+
+
+def test_a_mutant_the_claim_cannot_see_survives(mutated):
+    found = outcome(mutated, "all-reduce-unchanged")
+    assert found.status == "survived" and not found.caught("sum_of_ranks")
+    assert "still held" in found.reason or "still meets" in found.reason
+
+
+def test_a_mutant_that_never_runs_is_an_error_naming_what_it_patched(mutated):
+    found = outcome(mutated, "broadcast-does-nothing")
+    assert found.status == "not_reached"
+    assert "the snippet never reaches" in found.reason and "broadcast" in found.reason
+
+
+def test_a_crash_under_a_mutant_is_not_a_catch(mutated):
+    found = outcome(mutated, "all-reduce-raises")
+    assert found.status == "crashed" and not found.caught("sum_of_ranks")
+    assert "not caught by a value" in found.reason and "all_reduce broken on purpose" in found.reason
+
+
+def test_an_unknown_mutant_is_named(mutated):
+    found = outcome(mutated, "no-such-mutant")
+    assert found.status == "not_run" and "no snippets/*/_mutants.py defines" in found.reason
+
+
+def test_a_mutant_does_not_leak_into_the_next_snippet_of_the_launch(tmp_path):
+    path = str(SNIPPETS / "sums" / "sum_of_ranks.py")
+    source = str(SNIPPETS / "sums" / "_mutants.py")
+    specs = [SnippetSpec("sum_of_ranks@max", path, 60, {"name": "all-reduce-takes-the-max", "source": source}),
+             SnippetSpec("sum_of_ranks", path, 60)]  # fmt: skip
+    settings = LaunchSettings(num_processes=2)
+    runs = run_snippets(specs, settings, tmp_path, "grouped")
+    assert len(list(tmp_path.rglob("manifest.json"))) == 1  # both in one launch
+    assert runs["sum_of_ranks@max"].ranks[0].mutant_reached
+    (after,) = judge(sum_proof(), runs["sum_of_ranks"], settings)
+    assert after.passed, after.reason  # the sum is 3 again: the max mutant was undone
+
+
+def test_a_patch_is_undone_whatever_kind_of_attribute_it_replaced():
+    class Owner:
+        def method(self):
+            return "method"
+
+        @staticmethod
+        def static():
+            return "static"
+
+        @classmethod
+        def klass(cls):
+            return cls.__name__
+
+    module = types.ModuleType("m")
+    module.constant = 1
+    patch = Patch()
+    patch.wrap(Owner, "method", lambda original, self: "mutated " + original(self))
+    patch.wrap(Owner, "static", lambda original: "mutated " + original())
+    patch.wrap(Owner, "klass", lambda original, cls: "mutated " + original(cls))
+    patch.replace(module, "constant", 2)
+    assert not patch.reached
+    assert (Owner().method(), Owner.static(), Owner.klass(), module.constant) == (
+        "mutated method", "mutated static", "mutated Owner", 2)  # fmt: skip
+    assert patch.reached
+    patch.undo()
+    assert (Owner().method(), Owner.static(), Owner.klass(), module.constant) == ("method", "static", "Owner", 1)
+    assert "method" not in vars(Owner) or vars(Owner)["method"].__name__ == "method"
+
+
+def test_a_name_defined_twice_is_refused(tmp_path):
+    (tmp_path / "_mutants.py").write_text(
+        "from verify.mutation import mutant\n"
+        "@mutant('same', 'one')\ndef a(patch): pass\n"
+        "@mutant('same', 'two')\ndef b(patch): pass\n"
+    )
+    with pytest.raises(MutantError, match="defined twice"):
+        mutants_in(tmp_path / "_mutants.py")
+
+
+def test_every_claim_names_a_mutant_or_says_why_none_can_break_it():
+    from verify.labs import load_labs
+
+    known = catalogue()
+    claims = [(proof.page, claim_id, claim) for proof in all_proofs(load_pages()) for claim_id, claim in proof.claims.items()]
+    claims += [(lab.page, claim_id, claim) for lab in load_labs()[0] for claim_id, claim in lab.claims.items()]
+    problems = []
+    for page, claim_id, claim in claims:
+        if bool(claim.breaks_when) == bool(claim.no_mutant):
+            problems.append(f"{page}::{claim_id}: needs exactly one of breaks_when or no_mutant")
+        problems += [f"{page}::{claim_id}: no mutant named {name!r}" for name in claim.breaks_when if name not in known]
+    assert not problems, "\n".join(problems)
+    with_mutants = sum(bool(claim.breaks_when) for _, _, claim in claims)
+    print(f"{with_mutants} of {len(claims)} claims name a mutant; {len(known)} mutants")
+    assert with_mutants >= 0.9 * len(claims)
+    assert len(known) >= 60
+    assert all(one.describes for one in known.values())
