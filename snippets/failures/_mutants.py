@@ -6,6 +6,43 @@ every rank for one run of a snippet; the forked children of the hang proofs inhe
 from verify.mutation import mutant
 
 
+def _reached_in_forked_children(patch):
+    """The hang proofs run their collectives in forked children, whose memory the rank never sees: a
+    shared flag set by the mutated code in a child is read back each time the rank joins a child."""
+    import multiprocessing
+    import multiprocessing.process
+
+    flag = multiprocessing.get_context("fork").RawValue("i", 0)
+    original_join = multiprocessing.process.BaseProcess.join
+
+    class Join:  # not a plain function: calling it records nothing by itself
+        def __get__(self, instance, owner):
+            def join(timeout=None):
+                result = original_join(instance, timeout)
+                if flag.value:
+                    patch.ran()
+                return result
+            return join
+
+    patch.replace(multiprocessing.process.BaseProcess, "join", Join())
+
+    def mark():
+        flag.value = 1
+        patch.ran()
+
+    return mark
+
+
+class _Callable:
+    """A callable that is not a plain function, so that only `mark()` records that it ran."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+
 @mutant("prepare-skips-ddp-for-frozen-model",
         "accelerator.prepare on CPU leaves a model with no trainable parameter unwrapped, as the GPU branch does")
 def prepare_skips_ddp_for_frozen_model(patch):
@@ -91,12 +128,16 @@ def barrier_does_not_wait(patch):
 def pg_timeout_ignored(patch):
     import torch.distributed as dist
 
-    def init_process_group(original, *args, **kwargs):
+    mark = _reached_in_forked_children(patch)
+    original = dist.init_process_group
+
+    def init_process_group(*args, **kwargs):
         if kwargs.pop("timeout", None) is not None:
-            patch.ran()
+            mark()
         return original(*args, **kwargs)
 
-    patch.wrap(dist, "init_process_group", init_process_group)
+    init_process_group.__wrapped__ = original
+    patch.replace(dist, "init_process_group", _Callable(init_process_group))
 
 
 @mutant("detail-skips-collective-checks",
@@ -104,7 +145,10 @@ def pg_timeout_ignored(patch):
 def detail_skips_collective_checks(patch):
     import torch.distributed.distributed_c10d as c10d
 
+    mark = _reached_in_forked_children(patch)
+
     def unwrapped(wrapped_pg, *args, **kwargs):
+        mark()
         return wrapped_pg
 
-    patch.replace(c10d, "_create_process_group_wrapper", unwrapped)
+    patch.replace(c10d, "_create_process_group_wrapper", _Callable(unwrapped))
