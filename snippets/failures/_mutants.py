@@ -84,7 +84,10 @@ def gather_returns_ragged(patch):
         patch.ran()
         pieces = [None] * dist.get_world_size()
         dist.all_gather_object(pieces, tensor)
-        return torch.cat([piece.to(tensor.device) for piece in pieces])
+        pieces = [piece.to(tensor.device) for piece in pieces]
+        if len({piece.shape[1:] for piece in pieces}) > 1:  # rows of different lengths: one flat run of values
+            pieces = [piece.reshape(-1) for piece in pieces]
+        return torch.cat(pieces)
 
     patch.replace(accelerator_module, "gather", gather)
 
