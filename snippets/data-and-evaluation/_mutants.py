@@ -191,17 +191,21 @@ def join_uneven_inputs_acts_on_cpu(patch):
 
 
 @mutant("join-does-not-shadow-collectives",
-        "torch's Join lets a rank that ran out of inputs leave at once, shadowing none of the others' all-reduces")
+        "torch's Join lets a rank that ran out of inputs leave at once, shadowing none of the others' all-reduces "
+        "(in forked processes only: in the launched ranks the same bug would hang the harness's own group)")
 def join_does_not_shadow_collectives(patch):
+    import os
+
     from torch.distributed.algorithms import Join
 
     mark = _reached_in_forked_children(patch)
     original_exit = Join.__exit__
+    launched = os.getpid()
 
     class Exit:  # a descriptor, so that only mark() records that it ran
         def __get__(self, instance, owner):
             def exit_(type_, value, traceback):
-                if type_ is None and instance._enable:
+                if type_ is None and instance._enable and os.getpid() != launched:
                     mark()
                     return None  # leave without running the join hooks
                 return original_exit(instance, type_, value, traceback)
