@@ -155,3 +155,23 @@ def detail_skips_collective_checks(patch):
         return wrapped_pg
 
     patch.replace(c10d, "_create_process_group_wrapper", _Callable(unwrapped))
+
+
+@mutant("all-reduce-fails-cleanly-on-shape-mismatch",
+        "all_reduce compares the shapes of the ranks first and raises a Python error when they differ")
+def all_reduce_fails_cleanly_on_shape_mismatch(patch):
+    import torch
+    import torch.distributed as dist
+
+    mark = _reached_in_forked_children(patch)
+    original = dist.all_reduce
+
+    def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        mark()
+        sizes = [torch.zeros(1, dtype=torch.long) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(sizes, torch.tensor([tensor.numel()]), group=group)
+        if len({int(size) for size in sizes}) > 1:
+            raise RuntimeError(f"all_reduce: tensor sizes differ across ranks: {[int(size) for size in sizes]}")
+        return original(tensor, op, group=group, async_op=async_op)
+
+    patch.replace(dist, "all_reduce", _Callable(all_reduce))
