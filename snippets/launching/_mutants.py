@@ -43,3 +43,69 @@ def all_reduce_sum_averages(patch):
         return work
 
     patch.wrap(dist, "all_reduce", all_reduce)
+
+
+def _reached_in_forked_children(patch):
+    """Some proofs build their process groups in forked children, whose memory the rank never sees: a
+    shared flag set by the mutated code in a child is read back each time the rank joins a child."""
+    import multiprocessing
+    import multiprocessing.process
+
+    flag = multiprocessing.get_context("fork").RawValue("i", 0)
+    original_join = multiprocessing.process.BaseProcess.join
+
+    class Join:  # a descriptor, not a plain function: calling it records nothing by itself
+        def __get__(self, instance, owner):
+            def join(timeout=None):
+                result = original_join(instance, timeout)
+                if flag.value:
+                    patch.ran()
+                return result
+
+            return join
+
+    patch.replace(multiprocessing.process.BaseProcess, "join", Join())
+
+    def mark():
+        flag.value = 1
+        patch.ran()
+
+    return mark
+
+
+@mutant("init-kwargs-drop-the-timeout",
+        "InitProcessGroupKwargs.to_kwargs leaves the timeout out, so the group keeps torch's default")
+def init_kwargs_drop_the_timeout(patch):
+    from accelerate.utils import InitProcessGroupKwargs
+
+    def to_kwargs(original, self):
+        kwargs = original(self)
+        kwargs.pop("timeout", None)
+        return kwargs
+
+    patch.wrap(InitProcessGroupKwargs, "to_kwargs", to_kwargs)
+
+
+@mutant("init-kwargs-pass-their-defaults",
+        "InitProcessGroupKwargs() passes every field, its default backend \"nccl\" and timeout included")
+def init_kwargs_pass_their_defaults(patch):
+    from accelerate.utils import InitProcessGroupKwargs
+
+    patch.wrap(InitProcessGroupKwargs, "to_kwargs", lambda original, self: self.to_dict())
+
+
+@mutant("gloo-default-timeout-is-10-minutes",
+        "torch's default process-group timeout is 10 minutes for gloo too, as for NCCL")
+def gloo_default_timeout_is_10_minutes(patch):
+    from datetime import timedelta
+
+    import torch.distributed.distributed_c10d as c10d
+
+    mark = _reached_in_forked_children(patch)
+
+    class TenMinutes:  # not a plain function: only mark() records that it ran
+        def __call__(self, backend):
+            mark()
+            return timedelta(minutes=10)
+
+    patch.replace(c10d, "_get_default_timeout", TenMinutes())
