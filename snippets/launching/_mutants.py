@@ -109,3 +109,21 @@ def gloo_default_timeout_is_10_minutes(patch):
             return timedelta(minutes=10)
 
     patch.replace(c10d, "_get_default_timeout", TenMinutes())
+
+
+@mutant("local-process-index-is-global-rank",
+        "Accelerate takes the local process index (the device index) from the global rank, not LOCAL_RANK")
+def local_process_index_is_global_rank(patch):
+    import dataclasses
+
+    import accelerate.state as state_module
+
+    mark = _reached_in_forked_children(patch)
+    original = state_module.get_cpu_distributed_information
+
+    def get_cpu_distributed_information():
+        mark()
+        information = original()
+        return dataclasses.replace(information, local_rank=information.rank)
+
+    patch.replace(state_module, "get_cpu_distributed_information", get_cpu_distributed_information)
