@@ -127,3 +127,23 @@ def local_process_index_is_global_rank(patch):
         return dataclasses.replace(information, local_rank=information.rank)
 
     patch.replace(state_module, "get_cpu_distributed_information", get_cpu_distributed_information)
+
+
+@mutant("torch-distributed-launch-not-deprecated",
+        "torch.distributed.launch is a supported entry point: its main carries no deprecation")
+def torch_distributed_launch_not_deprecated(patch):
+    import torch.distributed.launch as launch
+
+    original = launch.main
+
+    class Undeprecated:  # the same entry point, without the @deprecated marker
+        def __call__(self, *args, **kwargs):
+            return original(*args, **kwargs)
+
+        def __getattr__(self, name):
+            if name == "__deprecated__":
+                patch.ran()  # a caller looked for the deprecation and found none
+                raise AttributeError(name)
+            return getattr(original, name)
+
+    patch.replace(launch, "main", Undeprecated())
