@@ -147,3 +147,32 @@ def torch_distributed_launch_not_deprecated(patch):
             return getattr(original, name)
 
     patch.replace(launch, "main", Undeprecated())
+
+
+@mutant("split-between-processes-missing",
+        "the installed accelerate lacks Accelerator.split_between_processes, as 0.17.1 (the handout's pin) does")
+def split_between_processes_missing(patch):
+    from accelerate import Accelerator
+
+    class Missing:  # looked up on the class or an instance: AttributeError, as in a release without it
+        def __get__(self, instance, owner):
+            patch.ran()
+            raise AttributeError("split_between_processes")
+
+    patch.replace(Accelerator, "split_between_processes", Missing())
+
+
+@mutant("accelerator-takes-dataloader-switches",
+        "Accelerator(...) still takes even_batches, use_seedable_sampler and split_batches directly, as 0.x did")
+def accelerator_takes_dataloader_switches(patch):
+    from accelerate import Accelerator
+    from accelerate.utils import DataLoaderConfiguration
+
+    def init(original, self, *args, **kwargs):
+        switches = {name: kwargs.pop(name) for name in ("even_batches", "use_seedable_sampler", "split_batches")
+                    if name in kwargs}
+        if switches and kwargs.get("dataloader_config") is None:
+            kwargs["dataloader_config"] = DataLoaderConfiguration(**switches)
+        return original(self, *args, **kwargs)
+
+    patch.wrap(Accelerator, "__init__", init)
