@@ -1,6 +1,7 @@
 """mkdocs hooks: put each proof's code and latest evidence on its page, and build the errata table.
 
 A page marks where a proof goes with `<!-- proof: NAME.py -->`; the errata page with `<!-- errata -->`.
+The question ledger (verify/ledger.py): `<!-- question-ledger -->`.
 Study mode (verify/study.py, verify/figures.py): `<!-- question-index -->`, `<!-- cheat-sheet -->`,
 `<!-- figure: ID -->`, and the generated assets/study/questions.json and assets/figures/*.svg.
 """
@@ -14,7 +15,7 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
 
-from verify import evidence, figures, lab_pages, study  # noqa: E402
+from verify import evidence, figures, lab_pages, ledger, study  # noqa: E402
 from verify.pages import DIFFICULTIES, DOCS_DIR, QUESTIONS, SNIPPETS_DIR, find_snippet, load_page, load_pages  # noqa: E402
 
 SOURCES = {
@@ -225,6 +226,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         markdown = markdown.replace("<!-- cheat-sheet -->", study.cheat_sheet(config["nav"] or [], source))
     if "<!-- errata -->" in markdown:
         markdown = markdown.replace("<!-- errata -->", errata_table(config["nav"] or []))
+    if ledger.MARKER in markdown:
+        try:
+            markdown = markdown.replace(ledger.MARKER, ledger.render(source))
+        except ValueError as error:
+            raise PluginError(str(error)) from None
     if "<!-- topic-questions -->" in markdown:
         markdown = markdown.replace("<!-- topic-questions -->", topic_listing(source.parent))
     meta_page = load_page(source)

@@ -4,11 +4,15 @@
 #      Negative control: the built-in print, which every process runs (2 lines).
 #   2. A logger from accelerate.logging.get_logger logs on the main process only by default.
 #      Negative control: the same call with main_process_only=False (every process logs).
-#   3. accelerator.log sends values to the trackers (log_with) on the main process only.
-#      Negative control: the same tracker's log() called directly on every process.
+#      Each record is prefixed "[RANK <process_index>] " (accelerate >= 1.13.0).
+#      Negative control: the same message through the plain logging.getLogger of the same name.
+#   3. accelerator.init_trackers and accelerator.log reach the trackers (log_with) on the main process only.
+#      Negative control: the same calls on a second Accelerator with Accelerate's main-process gate
+#      (PartialState.on_main_process) removed for them.
 #   4. with accelerator.main_process_first(): the main process runs the block alone, the others enter
-#      after it has left, so a cache it builds is built once. "Building" takes 1 s, or less once every
-#      other process is building it too (so that the control does not depend on who arrives first).
+#      after it has left, so a cache it builds is built once, by the main process. "Building" takes 1 s,
+#      or less once every other process is building it too (so that the control does not depend on who
+#      arrives first).
 #      Negative control: the same block without main_process_first (every process finds no cache and
 #      builds it).
 #
@@ -19,9 +23,11 @@ import logging
 import os
 import tempfile
 import time
+from unittest import mock
 
 from accelerate import Accelerator
 from accelerate.logging import get_logger
+from accelerate.state import PartialState
 from accelerate.tracking import GeneralTracker
 from accelerate.utils import broadcast_object_list, gather_object
 
@@ -86,6 +92,10 @@ try:
     records.clear()
     logger.info("saved checkpoint-100", main_process_only=False)
     everywhere = total(len(records))
+    as_logged = records[-1]  # this process's record, through the adapter
+    records.clear()
+    base.info("saved checkpoint-100")  # the same logger without the adapter
+    plain = records[-1]
 finally:
     base.removeHandler(handler)
     base.setLevel(saved[0])
@@ -97,17 +107,26 @@ _claims.equal(
     expected=1,
     message_as_logged=main_only_messages,  # the adapter prefixes "[RANK <process_index>] "
 )
+_claims.equal(
+    "get_logger_prefixes_the_rank",
+    measured=as_logged,
+    control=plain,  # logging.getLogger's own record of the same call
+    expected=f"[RANK {accelerator.process_index}] saved checkpoint-100",
+)
 
-# 3. accelerator.log against calling the tracker on every process.
+# 3. accelerator.log against the same calls with the main-process gate removed.
 accelerator.log({"loss": 0.5}, step=0)
 through_accelerator = total(len(tracker.calls))
-tracker.calls.clear()
-tracker.log({"loss": 0.5}, step=0)
-direct = total(len(tracker.calls))
+ungated_tracker = CountingTracker()
+ungated = Accelerator(log_with=[ungated_tracker])  # a second Accelerator shares the state
+with mock.patch.object(PartialState, "on_main_process", lambda self, function=None: function):  # no gate
+    ungated.init_trackers("print-and-log-once-ungated")
+    ungated.log({"loss": 0.5}, step=0)
+everywhere_tracked = total(len(ungated_tracker.calls))
 _claims.equal(
     "accelerator_log_tracks_on_main_only",
     measured=through_accelerator,
-    control=direct,
+    control=everywhere_tracked,
     expected=1,
     trackers_per_process=gather_object([len(accelerator.trackers)]),
 )
@@ -115,7 +134,7 @@ _claims.equal(
 
 # 4. main_process_first: "load the dataset, tokenise it into a cache" on every process.
 def build_cache(folder, first):
-    """Every process runs the same block; returns how many processes built the cache themselves."""
+    """Every process runs the same block; returns the process indices that built the cache themselves."""
     cache = os.path.join(folder, "tokenized.cache")
     building = os.path.join(folder, "building-{}")  # one flag per process that is building the cache
     with accelerator.main_process_first() if first else contextlib.nullcontext():
@@ -129,7 +148,7 @@ def build_cache(folder, first):
                 time.sleep(0.005)
             with open(cache, "w") as out:
                 out.write(f"written by process {accelerator.process_index}\n")
-    return total(int(built))
+    return sorted(gather_object([accelerator.process_index] if built else []))
 
 
 with tempfile.TemporaryDirectory() as own_dir:
@@ -141,6 +160,6 @@ with tempfile.TemporaryDirectory() as own_dir:
         "main_process_first_builds_the_cache_once",
         measured=build_cache(os.path.join(shared, "first"), first=True),
         control=build_cache(os.path.join(shared, "plain"), first=False),
-        expected=1,
+        expected=[0],  # built once, by the main process
     )
     accelerator.wait_for_everyone()  # rank 0 deletes the folder when it leaves this block

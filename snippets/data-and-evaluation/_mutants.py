@@ -47,25 +47,6 @@ def _dataloader_configuration_default(patch, name, value, only_if=None):
     patch.wrap(DataLoaderConfiguration, "__init__", init)
 
 
-@mutant("gather-for-metrics-keeps-duplicates",
-        "gather_for_metrics is plain gather: the samples prepare() padded the last round with are kept")
-def gather_for_metrics_keeps_duplicates(patch):
-    from accelerate import Accelerator
-    from accelerate.utils import gather_object, recursively_apply
-
-    def gather_for_metrics(original, self, input_data, use_gather_object=False):
-        try:
-            recursively_apply(lambda x: x, input_data, error_on_other_type=True)
-            all_tensors = True
-        except TypeError:
-            all_tensors = False
-        if use_gather_object or not all_tensors:
-            return gather_object(input_data)
-        return self.gather(input_data)
-
-    patch.wrap(Accelerator, "gather_for_metrics", gather_for_metrics)
-
-
 @mutant("prepare-does-not-shard-dataloader",
         "accelerator.prepare returns the DataLoader unchanged: every rank iterates the whole dataset")
 def prepare_does_not_shard_dataloader(patch):

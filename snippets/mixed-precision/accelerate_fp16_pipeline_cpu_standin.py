@@ -97,7 +97,7 @@ _claims.between(
 # --- 4. A model cast to float16 by hand: its .grad is float16 and cannot be unscaled ---
 def step_error(dtype):
     net, model, optimizer = prepared(dtype)
-    accelerator.backward(loss_of(model))
+    accelerator.backward(model(inputs.to(dtype)).square().mean() * 1e-2)  # inputs in the model's dtype
     try:
         optimizer.step()  # scaler.step(optimizer) -> scaler.unscale_(optimizer)
         return f"no error, grad dtype {net[0].weight.grad.dtype}"

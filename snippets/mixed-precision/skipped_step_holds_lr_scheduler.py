@@ -7,6 +7,13 @@
 # warning filter that importing accelerate installs: that filter only hides warnings raised from inside
 # torch/optim/lr_scheduler.py (a ChainedScheduler stepping its members), not those of your own scheduler.step().
 #
+# All of that holds for an optimizer that GradScaler skips (SGD and AdamW as torch builds them by default).
+# A FUSED optimizer (fused=True; transformers' Trainer picks adamw_torch_fused on torch >= 2.8) sets
+# _step_supports_amp_scaling: GradScaler.step then calls its step() on EVERY step and the fused kernel
+# skips the update itself, reading the found_inf tensor the scaler hands it. Accelerate decides "skipped"
+# by whether the inner step() was called, so after the same overflow it reports step_was_skipped False,
+# the prepared scheduler steps, and the plain loop gives no warning, while the weights do not change.
+#
 # On a CPU, Accelerator(mixed_precision="fp16") builds no scaler (see the page on how Accelerate
 # wires mixed precision), so two lines below stand in for what Accelerator.__init__ does on a GPU:
 # native_amp = True and a GradScaler (there GradScaler("cuda"), here GradScaler("cpu")). From them,
@@ -105,6 +112,51 @@ def chained_scheduler_warnings(override_accelerate_filter=False):
     return sum("before `optimizer.step()`" in str(w.message) for w in seen)
 
 
+# --- The same overflow step with AdamW, for-loop (fused=False) against fused=True ---
+def accelerate_adamw(fused):
+    accelerator.scaler = torch.amp.GradScaler("cpu")  # a fresh scale of 65536 for each run (bound at prepare)
+    model = copy.deepcopy(base)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, fused=fused)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=GAMMA)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    steps = []
+    for batch in (overflow, clean):
+        before = weight(model)
+        accelerator.backward(loss_of(model, batch))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        steps.append(
+            dict(
+                skipped=optimizer.step_was_skipped,
+                lr=scheduler.get_last_lr()[0],
+                weights_changed=int((weight(model) != before).sum()),
+                scale=accelerator.scaler.get_scale(),
+            )
+        )
+    amp_scaling = getattr(optimizer.optimizer, "_step_supports_amp_scaling", False)
+    return steps, amp_scaling
+
+
+def plain_adamw_warnings(fused):
+    """The plain AMP loop (scaler.step; scaler.update; scheduler.step) with AdamW, first batch overflowing."""
+    model = accelerator.prepare(copy.deepcopy(base))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, fused=fused)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=GAMMA)
+    scaler = torch.amp.GradScaler("cpu")
+    with warnings.catch_warnings(record=True) as seen:
+        scaler.scale(loss_of(model, overflow)).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+    return sum("before `optimizer.step()`" in str(w.message) for w in seen), scheduler.get_last_lr()[0]
+
+
+fused_steps, fused_amp_scaling = accelerate_adamw(fused=True)
+loop_steps, loop_amp_scaling = accelerate_adamw(fused=False)
+fused_plain_warnings, fused_plain_lr = plain_adamw_warnings(fused=True)
+loop_plain_warnings, _ = plain_adamw_warnings(fused=False)
+
 accelerate_filter = [
     f for f in warnings.filters if f[0] == "ignore" and f[3] is not None and f[3].pattern == "torch.optim.lr_scheduler"
 ]
@@ -141,4 +193,38 @@ _claims.equal(
     control=chained_scheduler_warnings(override_accelerate_filter=True),  # control: Accelerate's filter overridden
     expected=0,
     accelerate_filter_installed=bool(accelerate_filter),
+)
+
+# --- Fused AdamW: the same overflow step is skipped by the kernel, not by GradScaler ---
+_claims.equal(
+    "fused_kernel_skips_the_overflow_update",
+    measured=fused_steps[0]["weights_changed"],
+    control=fused_steps[1]["weights_changed"],  # control: the next, clean step of the same fused optimizer
+    expected=0,
+    step_supports_amp_scaling=fused_amp_scaling,
+    scale_after_overflow=fused_steps[0]["scale"],
+)
+_claims.equal(
+    "fused_overflow_step_is_not_flagged",
+    measured=fused_steps[0]["skipped"],
+    control=loop_steps[0]["skipped"],  # control: the same step with AdamW(fused=False), which GradScaler skips
+    expected=False,
+    weights_changed_fused=fused_steps[0]["weights_changed"],
+    weights_changed_for_loop=loop_steps[0]["weights_changed"],
+    for_loop_step_supports_amp_scaling=loop_amp_scaling,
+)
+_claims.equal(
+    "fused_overflow_step_moves_the_lr",
+    measured=fused_steps[0]["lr"],
+    control=loop_steps[0]["lr"],  # control: AdamW(fused=False): the prepared scheduler holds at 0.1
+    expected=LR * GAMMA**accelerator.num_processes,
+    lr_after_next_clean_step_fused=fused_steps[1]["lr"],
+    lr_after_next_clean_step_for_loop=loop_steps[1]["lr"],
+)
+_claims.equal(
+    "fused_first_step_overflow_gives_no_warning",
+    measured=fused_plain_warnings,
+    control=loop_plain_warnings,  # control: the same plain loop with AdamW(fused=False): 1 warning
+    expected=0,
+    plain_lr_after_skipped_step_fused=fused_plain_lr,
 )

@@ -1,37 +1,47 @@
 # DeepSpeed through Accelerate: what the config holds before and after Accelerate fills its "auto"
-# values. Runs WITHOUT the deepspeed package: DeepSpeedPlugin and its config helper are Accelerate's own
-# (accelerate/utils/dataclasses.py, accelerate/utils/deepspeed.py); deepspeed.initialize itself needs
-# the package and, in practice, a GPU.
+# values. DeepSpeedPlugin and its config helper are Accelerate's own (accelerate/utils/dataclasses.py,
+# accelerate/utils/deepspeed.py); the filling is Accelerator._prepare_deepspeed (accelerate/accelerator.py),
+# the code prepare() runs under DeepSpeed. The deepspeed package is not installed here (and Accelerate
+# does not route to DeepSpeed when the cpu flag is on), so the snippet calls _prepare_deepspeed itself
+# with a stand-in for the deepspeed package whose initialize() records the config Accelerate hands it
+# and stops there: every number below is read from that config, after Accelerate's code filled it.
 #   1. DeepSpeedPlugin(zero_stage=2, ...) builds a config whose batch sizes are "auto".
-#   2. Accelerator._prepare_deepspeed computes the values below from the prepared DataLoader, the
-#      number of processes and gradient_accumulation_steps, and hands them to the plugin's
-#      deepspeed_config_process(must_match=False, ...): "auto" entries take them, explicit entries are
-#      kept even when they disagree.
-#   3. The ZeRO stage: zero_stage=3, or "stage": 3 in the user's config, against the stage given nowhere
+#   2. _prepare_deepspeed fills "auto" from the DataLoaders passed with the model (the smaller batch
+#      size, 8, of a train loader of 8 and an eval loader of 12), 4 accumulation steps and 2 processes.
+#   3. An explicit micro batch (16) in the user's config is kept, and its "auto" train batch follows it.
+#   4. The ZeRO stage: zero_stage=3, or "stage": 3 in the user's config, against the stage given nowhere
 #      (no argument, or "auto" in the config): then the plugin's default, 2.
-# Negative controls: a user config (hf_ds_config) with explicit numbers instead of "auto"; the stage
-# given nowhere.
+# Negative controls: a user config (hf_ds_config) with an explicit micro batch instead of "auto"; the
+# stage given nowhere.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/deepspeed_plugin_auto_values.py
 import copy
+import sys
+import types
+from unittest import mock
 
+import accelerate.accelerator
+import torch
 from accelerate import Accelerator
 from accelerate.utils import DeepSpeedPlugin
+from accelerate.utils.deepspeed import DummyOptim, DummyScheduler
 
 import _claims
 
-accelerator = Accelerator()
+ACCUMULATION = 4
+accelerator = Accelerator(gradient_accumulation_steps=ACCUMULATION)
 world = accelerator.num_processes
-MICRO_BATCH, ACCUMULATION = 8, 4
 
 # --- 1. The plugin's own config: stage, accumulation and clipping from arguments, batch sizes "auto" --
 plugin = DeepSpeedPlugin(zero_stage=2, gradient_accumulation_steps=ACCUMULATION, gradient_clipping=1.0)
 before = copy.deepcopy(plugin.deepspeed_config)
 
+
 # --- A user's JSON config, as `hf_ds_config` (a dict, or the path of a JSON file) ---------------------
 def user_config(stage):
     return {
         "train_micro_batch_size_per_gpu": 16,  # explicit: disagrees with the DataLoader's 8
+        "train_batch_size": "auto",
         "gradient_accumulation_steps": "auto",
         "gradient_clipping": "auto",
         "zero_optimization": {"stage": stage, "reduce_bucket_size": "auto"},
@@ -39,41 +49,99 @@ def user_config(stage):
 
 
 user = DeepSpeedPlugin(hf_ds_config=user_config(3))
+user_before = copy.deepcopy(user.deepspeed_config)
 
 # --- Where the ZeRO stage comes from: the plugin's argument, the config, or neither ("auto") --------
 stage3_by_argument = DeepSpeedPlugin(zero_stage=3)
 no_stage_given = DeepSpeedPlugin()  # nothing: ACCELERATE_DEEPSPEED_ZERO_STAGE, else 2
 config_stage_auto = DeepSpeedPlugin(hf_ds_config=user_config("auto"))  # "auto": the plugin's own stage
 
-# --- 2. What _prepare_deepspeed passes (accelerate/accelerator.py): the DataLoader's batch size, ------
-#        train_batch_size = micro * accumulation * processes, gradient_clipping 1.0 if "auto" ------------
-config_kwargs = {
-    "train_micro_batch_size_per_gpu": MICRO_BATCH,
-    "train_batch_size": MICRO_BATCH * ACCUMULATION * world,
-    "gradient_clipping": 1.0,
-    "zero_optimization.stage3_gather_16bit_weights_on_model_save": False,
-    "zero_optimization.reduce_bucket_size": 32 * 32,  # hidden_size**2 for a model whose config has one
-}
-for ds in (plugin, user):  # first, as _prepare_deepspeed does: accumulation steps from the Accelerator
-    ds.fill_match("gradient_accumulation_steps", must_match=False, gradient_accumulation_steps=ACCUMULATION)
-plugin.deepspeed_config_process(must_match=False, **config_kwargs)
-user.deepspeed_config_process(must_match=False, **config_kwargs)
-after, user_after = plugin.deepspeed_config, user.deepspeed_config
+
+# --- 2. and 3. Accelerate's own _prepare_deepspeed, up to deepspeed.initialize ---------------------
+class Handed(Exception):
+    """Raised by the stand-in deepspeed.initialize once it has recorded the config it was handed."""
+
+
+def stand_in_deepspeed():
+    """A stand-in for the deepspeed package: initialize() records config_params and stops."""
+    handed = []
+
+    def initialize(model=None, config_params=None, **kwargs):
+        handed.append(copy.deepcopy(config_params))
+        raise Handed
+
+    package = types.ModuleType("deepspeed")
+    package.initialize = initialize
+    package.runtime = types.SimpleNamespace(lr_schedules=types.SimpleNamespace(VALID_LR_SCHEDULES=[]))
+    return package, handed
+
+
+class WithPlugin:
+    """This Accelerator, seen by _prepare_deepspeed as one whose active DeepSpeed plugin is `ds`."""
+
+    def __init__(self, ds):
+        object.__setattr__(self, "deepspeed_plugin", ds)
+
+    def __getattr__(self, name):
+        return getattr(accelerator, name)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = types.SimpleNamespace(hidden_size=32)  # as a transformers model has
+        self.layer = torch.nn.Linear(32, 32)
+
+
+def config_handed_to_deepspeed(ds):
+    """Run Accelerator._prepare_deepspeed(model, optimizer, train loader, eval loader) with plugin `ds`."""
+    package, handed = stand_in_deepspeed()
+    model = Net()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = torch.utils.data.TensorDataset(torch.randn(96, 32))
+    train = torch.utils.data.DataLoader(data, batch_size=8)
+    evaluation = torch.utils.data.DataLoader(data, batch_size=12)
+    # accelerator.py imports these names only when deepspeed is installed
+    names = dict(DummyOptim=DummyOptim, DummyScheduler=DummyScheduler)
+    with mock.patch.dict(sys.modules, {"deepspeed": package}), mock.patch.multiple(accelerate.accelerator, create=True, **names):
+        try:
+            Accelerator._prepare_deepspeed(WithPlugin(ds), model, optimizer, train, evaluation)
+        except Handed:
+            pass
+    return handed[-1]
+
+
+after = config_handed_to_deepspeed(plugin)
+user_after = config_handed_to_deepspeed(user)
 
 keys = ["train_micro_batch_size_per_gpu", "train_batch_size"]
 _claims.equal(
     "plugin_leaves_batch_sizes_auto",
     measured=[before[k] for k in keys],
-    control=[user.hf_ds_config.get_value(k) for k in keys],  # explicit numbers where the user wrote them
+    control=[user_before["train_micro_batch_size_per_gpu"], user_before["train_batch_size"]],  # the user's 16
     expected=["auto", "auto"],
     plugin_config=before,
 )
 _claims.equal(
     "auto_values_filled_from_training_setup",
-    measured=[after[k] for k in keys],
-    control=[user_after.get(k) for k in keys],  # the explicit 16 stays, though the DataLoader says 8
-    expected=[MICRO_BATCH, MICRO_BATCH * ACCUMULATION * world],
+    # in the configs handed to deepspeed.initialize: the plugin's micro and train batch, and the user
+    # config's "auto" gradient_clipping and reduce_bucket_size
+    measured=[after[k] for k in keys]
+    + [user_after["gradient_clipping"], user_after["zero_optimization"]["reduce_bucket_size"]],
+    # the same entries where Accelerate filled nothing: the user's explicit micro batch (and the train
+    # batch that follows it), and clipping and bucket size as they were before _prepare_deepspeed
+    control=[user_after[k] for k in keys]
+    + [user_before["gradient_clipping"], user_before["zero_optimization"]["reduce_bucket_size"]],
+    expected=[8, 8 * ACCUMULATION * world, 1.0, 32 * 32],  # min(8, 12); 8 x 4 x 2; 1.0; hidden_size ** 2
     filled_config=after,
+    loader_batch_sizes=[8, 12],
+    processes=world,
+)
+_claims.equal(
+    "explicit_micro_batch_kept",
+    measured=[user_after[k] for k in keys],
+    control=[after[k] for k in keys],  # the plugin's "auto" micro batch, filled from the DataLoader
+    expected=[16, 16 * ACCUMULATION * world],  # 16 kept although the DataLoader yields 8; 16 x 4 x 2
     user_config_after=user_after,
 )
 _claims.equal(

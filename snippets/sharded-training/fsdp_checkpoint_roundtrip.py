@@ -3,8 +3,9 @@
 #            .metadata; loading reshards into any model of the same shape (here a freshly initialised one)
 #   full:    get_model_state_dict(..., StateDictOptions(full_state_dict=True)) all-gathers plain tensors,
 #            which load into an ordinary, undistributed nn.Module
-# Negative controls: a fresh model that loads nothing (another seed); torch.save of the full state dict
-# (one rank writing everything) for the file sizes; the default sharded state dict for the sizes.
+# Negative controls: the same fresh model (another seed) without the load; for the file sizes, the same
+# DCP writer given the full state dict in one process (no_dist=True: nothing sharded); for the sizes in
+# memory, the full state dict.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_checkpoint_roundtrip.py
 import copy
@@ -41,6 +42,11 @@ def shard(net):
     return net
 
 
+def local(value):
+    """What this rank holds of a state-dict value: a DTensor's local shard, a plain tensor whole."""
+    return value.to_local() if isinstance(value, DTensor) else value
+
+
 def full_weights(net):
     return torch.cat([(p.full_tensor() if isinstance(p, DTensor) else p).detach().flatten() for p in net.parameters()])
 
@@ -71,7 +77,10 @@ try:
     # --- full state dict: gathered plain tensors -----------------------------------------------------
     full_sd = get_model_state_dict(trained, options=StateDictOptions(full_state_dict=True))
     full_path = os.path.join(checkpoint_dir, f"full_rank{rank}.pt")
-    torch.save(full_sd, full_path)  # the control: one file holding everything
+    torch.save(full_sd, full_path)  # for comparison: torch.save of everything
+    unsharded_dir = os.path.join(checkpoint_dir, f"unsharded_rank{rank}")
+    dcp.save(full_sd, checkpoint_id=unsharded_dir, no_dist=True)  # control: the same writer, nothing sharded
+    unsharded_file = os.path.join(unsharded_dir, "__0_0.distcp")
 
     # --- load the sharded checkpoint into a FRESH sharded model (another seed) ----------------------
     restored = shard(make_model(1))
@@ -106,18 +115,19 @@ try:
     _claims.at_most(
         "each_rank_writes_its_shard",
         measured=os.path.getsize(my_file) / (elements * 4),  # this rank's DCP file / the model's fp32 bytes
-        control=os.path.getsize(full_path) / (elements * 4),  # torch.save of the full state dict
+        control=os.path.getsize(unsharded_file) / (elements * 4),  # DCP, one process, the full state dict
         tolerance=0.6,  # half the weights plus a little metadata
         my_distcp_bytes=os.path.getsize(my_file),
+        unsharded_distcp_bytes=os.path.getsize(unsharded_file),
         full_torch_save_bytes=os.path.getsize(full_path),
         model_bytes=elements * 4,
     )
     _claims.equal(
         "sharded_state_dict_holds_local_shards",
-        measured=sum(v.to_local().numel() for v in sharded_sd.values()) * world,  # shards x ranks = model
-        control=sum(v.numel() for v in full_sd.values()) * world,  # full state dict: the model on every rank
+        measured=sum(local(v).numel() for v in sharded_sd.values()) * world,  # shards x ranks = model
+        control=sum(local(v).numel() for v in full_sd.values()) * world,  # full: the model on every rank
         expected=elements,
-        local_elements=sum(v.to_local().numel() for v in sharded_sd.values()),
+        local_elements=sum(local(v).numel() for v in sharded_sd.values()),
         full_elements=sum(v.numel() for v in full_sd.values()),
     )
 finally:

@@ -1,12 +1,15 @@
 # What each rank holds under DDP and under ZeRO stages 1, 2 and 3, measured in bytes after one Adam
 # step of the same tiny MLP on 2 ranks:
-#   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full on every rank
+#   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full on every rank, and
+#           the reducer's own gradient-sized buckets on top unless gradient_as_bucket_view=True
 #   ZeRO-1  torch.distributed.optim.ZeroRedundancyOptimizer: the Adam states are split between ranks
 #   ZeRO-2  gradients split too: reduce-scatter instead of all-reduce, Adam on this rank's flat slice,
-#           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's
+#           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's, and
+#           the share of the averaged gradient a rank holds is counted in what the reduce-scatter delivered
 #   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
 # Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 step, the
-# same step with the reduce-scatter replaced by this rank's own gradient.
+# same step with the reduce-scatter replaced by this rank's own gradient; for DDP's buckets, the same
+# DDP with gradient_as_bucket_view=True.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/zero_stages_bytes_per_rank.py
 import copy
@@ -70,6 +73,23 @@ ddp_bytes = {
     "grads": sum(nbytes(p.grad) for p in ddp.parameters()),
     "optimizer": state_bytes(adam),
 }
+ddp_averaged_grad = torch.cat([p.grad.flatten() for p in ddp.parameters()])  # what DDP's all-reduce left
+
+
+def bucket_copy_bytes(net):
+    """Bytes of DDP's reducer buckets that are not the .grad tensors themselves."""
+    buckets = net._get_ddp_logging_data()["bucket_sizes"]  # bytes per bucket, as the reducer reports them
+    buckets = sum(int(b) for b in str(buckets).split(","))
+    storages = {}
+    for p in net.parameters():  # gradient_as_bucket_view=True: the grads are views into a bucket
+        storage = p.grad.untyped_storage()
+        storages.setdefault(storage.data_ptr(), [storage.nbytes(), 0])[1] += 1
+    aliased = sum(size for size, users in storages.values() if users > 1)  # a bucket shared by several grads
+    return buckets - aliased
+
+
+viewed = DDP(copy.deepcopy(model), gradient_as_bucket_view=True)  # control: the grads ARE the buckets
+one_step(viewed, torch.optim.Adam(viewed.parameters(), lr=1e-3))
 
 # --- ZeRO-1: DDP for the gradients, but each rank keeps Adam states only for its own parameters ---
 zero1 = DDP(copy.deepcopy(model))
@@ -97,7 +117,7 @@ def zero2_step(reduce_scatter=True):
     full_grad = torch.zeros(shard_size * world)
     full_grad[: flat.numel()] = torch.cat([p.grad.flatten() for p in net.parameters()])
     net.zero_grad(set_to_none=True)  # the full gradient is freed as soon as it is reduce-scattered
-    grad_shard = torch.empty(shard_size)
+    grad_shard = torch.zeros(shard_size)
     if reduce_scatter:
         dist.reduce_scatter_single(grad_shard, full_grad, op=dist.ReduceOp.SUM)  # the sum of MY slice, nothing else
         grad_shard /= world  # average, as DDP does
@@ -110,6 +130,12 @@ def zero2_step(reduce_scatter=True):
     dist.all_gather_single(gathered, master_shard.detach())  # everyone gets the updated full weights
     torch.nn.utils.vector_to_parameters(gathered[: flat.numel()], net.parameters())
     return net, master_shard, adam_on_slice
+
+
+def averaged_elements_held(grad, start):
+    """How many elements of DDP's averaged gradient this rank holds in `grad` (placed at `start`)."""
+    reference = ddp_averaged_grad[start : start + grad.numel()]
+    return int(torch.isclose(grad[: reference.numel()], reference, rtol=1e-5, atol=1e-7).sum())
 
 
 zero2, master_shard, zero2_adam = zero2_step()
@@ -180,14 +206,27 @@ _claims.equal(
     adam_elements_on_this_rank=zero1_elements,
     **details,
 )
-_claims.at_most(
+shard_size = master_shard.numel()
+_claims.between(
     "zero2_shards_gradients",
-    measured=share(zero2_bytes, "grads"),
-    control=share(ddp_bytes, "grads"),  # DDP all-reduces: every rank keeps the full gradient
-    tolerance=0.51,  # an even flat split: half, plus at most one padding element
+    # the share of DDP's averaged gradient that this rank holds after the reduce-scatter delivered it
+    measured=averaged_elements_held(master_shard.grad, rank * shard_size) / elements,
+    control=averaged_elements_held(ddp_averaged_grad, 0) / elements,  # DDP's all-reduce: all of it
+    low=0.49,
+    high=0.51,  # an even flat split: half, give or take one padding element
+    grad_bytes_share=share(zero2_bytes, "grads"),
     optimizer_share=share(zero2_bytes, "optimizer"),
     params_share=share(zero2_bytes, "params"),
     **details,
+)
+_claims.between(
+    "ddp_buckets_add_a_gradient_copy",
+    measured=bucket_copy_bytes(ddp) / full_copy["grads"],  # DDP's default: buckets beside the grads
+    control=bucket_copy_bytes(viewed) / full_copy["grads"],  # gradient_as_bucket_view=True
+    low=0.99,
+    high=1.01,
+    bucket_sizes=ddp._get_ddp_logging_data()["bucket_sizes"],
+    share_of_one_copy=bucket_copy_bytes(ddp) / sum(full_copy.values()),
 )
 _claims.at_most(
     "zero3_shards_parameters",

@@ -63,7 +63,10 @@ def setup(seedable_sampler=True, loader_generator=False):
     # that dropout uses (see the mid-epoch claim). 4 batches per rank per epoch.
     own = {"generator": torch.Generator()} if loader_generator else {}
     loader = DataLoader(DATASET, batch_size=8, shuffle=True, **own)
-    return accelerator, *accelerator.prepare(model, optimizer, loader, scheduler)
+    prepared = accelerator.prepare(model, optimizer, loader, scheduler)
+    for _ in range(accelerator.process_index):  # each rank its own random stream from here on (own dropout
+        random.random(), np.random.rand(), torch.rand(1)  # masks and augmentation), so the RNG files differ
+    return accelerator, *prepared
 
 
 def save(accelerator, checkpoint):

@@ -59,8 +59,8 @@ def save_then_read(folder, barrier):
     arrived = os.path.join(os.path.dirname(folder), f"arrived-{os.path.basename(folder)}-{{}}")
     if accelerator.is_main_process:
         # The slowest main process possible: it writes only when every other rank has reached the line
-        # after its own save_model call (10 s at most, in case save_model blocked them in a barrier).
-        deadline = time.monotonic() + 10
+        # after its own save_model call (5 s at most, in case save_model blocked them in a barrier).
+        deadline = time.monotonic() + 5
         while time.monotonic() < deadline and not all(os.path.exists(arrived.format(r)) for r in range(1, world)):
             time.sleep(0.005)
         accelerator.save_model(model, folder)

@@ -6,6 +6,8 @@
 #   * split_batches=True, or Accelerator(step_scheduler_with_optimizer=False), advances it by 3.
 #   * Consequence: a linear decay sized for 10 OPTIMIZER steps reaches 0 after 5 optimizer steps on 2
 #     ranks; sized as 10 x num_processes (the single-process batch count) it lasts the 10 steps.
+#   * One rule for both split_batches settings: size the schedule from len(train_dataloader) taken BEFORE
+#     prepare(); over one epoch of the prepared loader it then reaches 0 exactly on the last optimizer step.
 # Negative controls: the same loop with an unprepared scheduler; the default Accelerator; the schedule
 # sized in optimizer steps.
 #
@@ -13,6 +15,7 @@
 #       snippets/training-mechanics/scheduler_steps_per_process.py
 import torch
 from accelerate import Accelerator
+from torch.utils.data import DataLoader, TensorDataset
 from accelerate.utils import DataLoaderConfiguration
 from torch.optim.lr_scheduler import LambdaLR
 
@@ -83,4 +86,37 @@ _claims.equal(
     measured=steps_until_zero(TOTAL * accelerator.num_processes),  # sized in single-process batches
     control=steps_until_zero(TOTAL),  # sized in optimizer steps: ends after TOTAL / num_processes
     expected=TOTAL,
+)
+
+
+# One epoch of a real DataLoader (40 samples, batch 4: 10 batches before prepare), the schedule sized from
+# len(loader) before prepare or from len(prepared loader): on which optimizer step does the lr reach 0?
+def epoch_until_zero(accelerator, size_from_prepared):
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    loader = DataLoader(TensorDataset(torch.ones(40, 2)), batch_size=4)
+    before_prepare = len(loader)
+    prepared_model, optimizer, prepared_loader = accelerator.prepare(model, optimizer, loader)
+    total = len(prepared_loader) if size_from_prepared else before_prepare
+    scheduler = accelerator.prepare(LambdaLR(optimizer, linear_decay(total)))
+    zero_at = None
+    for step, (x,) in enumerate(prepared_loader, start=1):
+        prepared_model(x).sum().backward()
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        if zero_at is None and scheduler.get_last_lr()[0] == 0.0:
+            zero_at = step
+    return zero_at, len(prepared_loader)
+
+
+by_split = [accelerator, Accelerator(dataloader_config=DataLoaderConfiguration(split_batches=True))]  # False, True
+sized_before = [epoch_until_zero(one, size_from_prepared=False) for one in by_split]
+sized_prepared = [epoch_until_zero(one, size_from_prepared=True) for one in by_split]
+_claims.equal(
+    "schedule_sized_before_prepare_ends_on_last_step",
+    measured=[zero_at for zero_at, _ in sized_before],  # split_batches False, True
+    control=[zero_at for zero_at, _ in sized_prepared],  # control: sized from len(prepared loader)
+    expected=[5, 10],  # the optimizer steps of one epoch: 10 batches / 2 ranks, and 10 split batches
+    prepared_loader_lengths=[length for _, length in sized_before],
 )

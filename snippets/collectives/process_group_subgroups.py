@@ -1,0 +1,63 @@
+# Process groups: dist.new_group makes a communicator over a subset of the ranks. A collective on
+# it combines only its members, and only its members take part, so a rank's subgroup collective does
+# not wait for ranks outside it. Negative control: the same collectives on the default (world) group.
+# Written for 2 ranks, split into two groups of one: the smallest split there is.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/collectives/process_group_subgroups.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
+import time
+
+import torch
+import torch.distributed as dist
+from accelerate import Accelerator
+
+import _claims
+
+DELAY_S = 0.3
+accelerator = Accelerator()
+rank, world = accelerator.process_index, accelerator.num_processes
+halves = [list(range(world // 2)), list(range(world // 2, world))]
+# Every rank must create every group, in the same order, even the groups it is not in.
+groups = [dist.new_group(members) for members in halves]
+mine = 0 if rank in halves[0] else 1
+members, group = halves[mine], groups[mine]
+
+
+def summed(over):
+    value = torch.tensor([float(rank + 1)], device=accelerator.device)
+    dist.all_reduce(value, group=over)
+    return value.item()
+
+
+members_sum = float(sum(member + 1 for member in members))  # built without any collective
+_claims.equal(
+    "subgroup_all_reduce_sums_only_its_members",
+    measured=summed(group) - members_sum,
+    control=summed(dist.group.WORLD) - members_sum,
+    expected=0.0,
+    members=members,
+)
+
+
+def seconds_in_all_reduce(over):
+    """Rank 0 times its all_reduce while the last rank arrives DELAY_S late."""
+    dist.barrier()
+    if rank == world - 1:
+        time.sleep(DELAY_S)
+    started = time.perf_counter()
+    summed(over)
+    return time.perf_counter() - started
+
+
+in_subgroup = seconds_in_all_reduce(group)
+in_world = seconds_in_all_reduce(dist.group.WORLD)
+if rank == 0:  # rank 0 is not in the late rank's group: it must not wait for it
+    _claims.at_most(
+        "subgroup_collective_does_not_wait_for_other_ranks",
+        measured=in_subgroup / DELAY_S,
+        control=in_world / DELAY_S,
+        tolerance=0.3,
+        seconds_in_subgroup=in_subgroup,
+        seconds_in_world=in_world,
+    )
+dist.barrier()

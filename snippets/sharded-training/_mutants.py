@@ -1,0 +1,395 @@
+"""Mutants for sharded-training: the library bugs that the wrong answers on these pages describe.
+
+Each patches torch or accelerate where the snippets' calls resolve (see /work/wt/MUTANTS-SPEC.md).
+"""
+
+from verify.mutation import mutant
+
+# --- FSDP2 (torch.distributed.fsdp.fully_shard) ------------------------------------------------------
+
+
+@mutant("fully-shard-keeps-full-params", "fully_shard leaves every parameter whole on every rank (nothing is sharded)")
+def fully_shard_keeps_full_params(patch):
+    import torch.distributed.fsdp as fsdp
+
+    patch.wrap(fsdp, "fully_shard", lambda original, module, *args, **kwargs: module)
+
+
+@mutant(
+    "fsdp-keeps-params-after-forward",
+    "fully_shard ignores reshard_after_forward=True: parameters stay gathered from forward to backward",
+)
+def fsdp_keeps_params_after_forward(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        kwargs["reshard_after_forward"] = False
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "fsdp-reshards-regardless",
+    "fully_shard ignores reshard_after_forward=False: parameters are freed after forward and gathered again",
+)
+def fsdp_reshards_regardless(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        kwargs["reshard_after_forward"] = True
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant("fsdp-ignores-mp-policy", "fully_shard drops its MixedPrecisionPolicy: forward runs on the fp32 parameters")
+def fsdp_ignores_mp_policy(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        kwargs.pop("mp_policy", None)
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "fsdp-shards-params-in-compute-dtype",
+    "fully_shard stores the sharded parameters in the policy's param_dtype (bf16), so there is no fp32 master copy",
+)
+def fsdp_shards_params_in_compute_dtype(patch):
+    import torch.distributed.fsdp as fsdp
+    from torch.distributed.tensor import DTensor
+
+    def fully_shard(original, module, *args, **kwargs):
+        policy = kwargs.get("mp_policy")
+        dtype = getattr(policy, "param_dtype", None)
+        if dtype is not None and not any(isinstance(p, DTensor) for p in module.parameters()):
+            module.to(dtype)
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "fsdp-hsdp-mesh-flattened",
+    "fully_shard on a 2-D (replicate, shard) mesh shards over all its ranks instead of replicating across groups",
+)
+def fsdp_hsdp_mesh_flattened(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        mesh = kwargs.get("mesh")
+        if mesh is not None and mesh.ndim == 2 and mesh.size(0) > 1:
+            kwargs["mesh"] = mesh._flatten()
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "fsdp-no-sync-ignored",
+    "FSDP2's set_requires_gradient_sync(False) is ignored: every micro-batch is reduce-scattered",
+)
+def fsdp_no_sync_ignored(patch):
+    from torch.distributed.fsdp import FSDPModule
+
+    def set_requires_gradient_sync(original, self, requires_gradient_sync, *args, **kwargs):
+        return original(self, True, *args, **kwargs)
+
+    patch.wrap(FSDPModule, "set_requires_gradient_sync", set_requires_gradient_sync)
+
+
+# --- reduce-scatter (FSDP2's default ReduceScatter and the written-out ZeRO-2 call it) ----------------
+
+
+def _completed(work):
+    if work is not None:
+        work.wait()
+    return work
+
+
+@mutant(
+    "reduce-scatter-keeps-local-slice",
+    "reduce-scatter hands each rank its OWN slice of its own gradient, not the sum over the ranks",
+)
+def reduce_scatter_keeps_local_slice(patch):
+    import torch
+    import torch.distributed as dist
+
+    def reduce_scatter_single(original, output, input, *args, **kwargs):
+        scratch = torch.empty_like(output)
+        work = _completed(original(scratch, input, *args, **kwargs))  # the collective still matches up
+        rank, world = dist.get_rank(), dist.get_world_size()
+        output.copy_(input.reshape(world, -1)[rank].reshape(output.shape))
+        return work
+
+    patch.wrap(dist, "reduce_scatter_single", reduce_scatter_single)
+
+
+@mutant("fsdp-sums-gradients", "the reduce-scatter of gradients leaves the SUM over the ranks, not the average")
+def fsdp_sums_gradients(patch):
+    import torch.distributed as dist
+
+    def reduce_scatter_single(original, output, input, *args, **kwargs):
+        work = _completed(original(output, input, *args, **kwargs))
+        output.mul_(dist.get_world_size())
+        return work
+
+    patch.wrap(dist, "reduce_scatter_single", reduce_scatter_single)
+
+
+@mutant(
+    "reduce-scatter-via-all-reduce",
+    "FSDP2's reduce-scatter is done as a full all-reduce, each rank then keeping its slice (DDP's traffic)",
+)
+def reduce_scatter_via_all_reduce(patch):
+    import torch.distributed as dist
+
+    def reduce_scatter_single(original, output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        patch.ran()
+        full = input.clone()
+        _completed(dist.all_reduce(full, op=op, group=group, async_op=async_op))  # looked up at call time
+        rank, world = dist.get_rank(group), dist.get_world_size(group)
+        output.copy_(full.reshape(world, -1)[rank].reshape(output.shape))
+        return _completed(dist.barrier(group=group, async_op=True)) if async_op else None
+
+    patch.wrap(dist, "reduce_scatter_single", reduce_scatter_single)
+
+
+# --- DDP and torch's ZeroRedundancyOptimizer ---------------------------------------------------------
+
+
+@mutant(
+    "ddp-gradients-are-bucket-views",
+    "DDP makes the .grad tensors views into its buckets by default (gradient_as_bucket_view=True), so nothing is held twice",
+)
+def ddp_gradients_are_bucket_views(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    def init(original, self, *args, **kwargs):
+        kwargs["gradient_as_bucket_view"] = True
+        return original(self, *args, **kwargs)
+
+    patch.wrap(DistributedDataParallel, "__init__", init)
+
+
+@mutant(
+    "zero-optimizer-keeps-full-state",
+    "ZeroRedundancyOptimizer's local optimizer covers every parameter, so each rank keeps the whole Adam state",
+)
+def zero_optimizer_keeps_full_state(patch):
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    def init_local_optimizer(original, self):
+        original(self)
+        everything = [p for group in self.param_groups for p in group["params"]]
+        self.optim = self._optim_constructor(everything, **self._optim_defaults)
+
+    patch.wrap(ZeroRedundancyOptimizer, "_init_local_optimizer", init_local_optimizer)
+
+
+@mutant(
+    "zero-optimizer-skips-broadcast",
+    "ZeroRedundancyOptimizer never broadcasts the parameters a rank updated, so the others keep stale copies",
+)
+def zero_optimizer_skips_broadcast(patch):
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    patch.wrap(ZeroRedundancyOptimizer, "_sync_params", lambda original, self: None)
+
+
+# --- Accelerate's DeepSpeed config ("auto" values) ---------------------------------------------------
+
+
+@mutant(
+    "deepspeed-plugin-writes-micro-batch-1",
+    "DeepSpeedPlugin without a config file writes a micro batch of 1 (and its train batch) instead of \"auto\"",
+)
+def deepspeed_plugin_writes_micro_batch_1(patch):
+    import os
+
+    from accelerate.utils import DeepSpeedPlugin
+
+    def post_init(original, self):
+        from_arguments = self.hf_ds_config is None and "ACCELERATE_DEEPSPEED_CONFIG_FILE" not in os.environ
+        original(self)
+        if from_arguments:  # the config the plugin writes itself
+            self.deepspeed_config["train_micro_batch_size_per_gpu"] = 1
+            self.deepspeed_config["train_batch_size"] = "auto"
+
+    patch.wrap(DeepSpeedPlugin, "__post_init__", post_init)
+
+
+@mutant(
+    "deepspeed-auto-left-for-deepspeed",
+    "prepare() leaves the \"auto\" entries in the DeepSpeed config for DeepSpeed to pick",
+)
+def deepspeed_auto_left_for_deepspeed(patch):
+    from accelerate.utils import DeepSpeedPlugin
+
+    patch.wrap(DeepSpeedPlugin, "deepspeed_config_process", lambda original, self, *args, **kwargs: None)
+
+
+@mutant(
+    "deepspeed-auto-batch-ignores-world-size",
+    "the \"auto\" train_batch_size is filled as micro batch x accumulation steps, without the number of processes",
+)
+def deepspeed_auto_batch_ignores_world_size(patch):
+    from accelerate.utils import DeepSpeedPlugin
+
+    def process(original, self, *args, **kwargs):
+        if "train_batch_size" in kwargs and "train_micro_batch_size_per_gpu" in kwargs:
+            kwargs["train_batch_size"] = kwargs["train_micro_batch_size_per_gpu"] * self.get_value(
+                "gradient_accumulation_steps"
+            )
+        return original(self, *args, **kwargs)
+
+    patch.wrap(DeepSpeedPlugin, "deepspeed_config_process", process)
+
+
+@mutant(
+    "deepspeed-micro-batch-from-largest-loader",
+    "with several DataLoaders in prepare(), the \"auto\" micro batch comes from the largest batch size",
+)
+def deepspeed_micro_batch_from_largest_loader(patch):
+    from accelerate.utils import DeepSpeedPlugin
+
+    def post_init(original, self):
+        original(self)
+        self.is_train_batch_min = False
+
+    patch.wrap(DeepSpeedPlugin, "__post_init__", post_init)
+
+
+@mutant(
+    "deepspeed-loader-batch-overrides-config",
+    "the DataLoader's batch size replaces the config's train_micro_batch_size_per_gpu even where it is a number",
+)
+def deepspeed_loader_batch_overrides_config(patch):
+    from accelerate.utils import DeepSpeedPlugin
+
+    key = "train_micro_batch_size_per_gpu"
+
+    def is_auto(original, self, ds_key_long):
+        return True if ds_key_long == key else original(self, ds_key_long)
+
+    def fill_match(original, self, ds_key_long, *args, **kwargs):
+        if ds_key_long == key and key in kwargs:
+            config, ds_key = self.hf_ds_config.find_config_node(ds_key_long)
+            if config is not None:
+                config[ds_key] = kwargs[key]
+                return None
+        return original(self, ds_key_long, *args, **kwargs)
+
+    patch.wrap(DeepSpeedPlugin, "is_auto", is_auto)
+    patch.wrap(DeepSpeedPlugin, "fill_match", fill_match)
+
+
+@mutant("deepspeed-default-stage-3", "DeepSpeedPlugin defaults to ZeRO stage 3 when no stage is given")
+def deepspeed_default_stage_3(patch):
+    from accelerate.utils import DeepSpeedPlugin
+
+    def post_init(original, self):
+        if self.zero_stage is None:
+            self.zero_stage = 3
+        original(self)
+
+    patch.wrap(DeepSpeedPlugin, "__post_init__", post_init)
+
+
+# --- Accelerate's FSDP on CPU -------------------------------------------------------------------------
+
+
+@mutant(
+    "accelerate-warns-fsdp-ignored-on-cpu",
+    "Accelerate warns that FSDP is ignored when it falls back to DDP on CPU",
+)
+def accelerate_warns_fsdp_ignored_on_cpu(patch):
+    import os
+    import warnings
+
+    from accelerate import Accelerator
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        asked = kwargs.get("fsdp_plugin") is not None or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+        if asked and str(self.distributed_type).endswith("MULTI_CPU"):
+            warnings.warn("FSDP was requested but is not supported on CPU: falling back to DDP")
+
+    patch.wrap(Accelerator, "__init__", init)
+
+
+@mutant(
+    "accelerate-fsdp1-sync-states-off-by-default",
+    "FullyShardedDataParallelPlugin reads FSDP_SYNC_MODULE_STATES as false, so FSDP1 on CPU never looks for a device",
+)
+def accelerate_fsdp1_sync_states_off_by_default(patch):
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    def post_init(original, self):
+        if self.sync_module_states is None:
+            self.sync_module_states = False
+        if self.cpu_ram_efficient_loading is None:
+            self.cpu_ram_efficient_loading = False
+        original(self)
+
+    patch.wrap(FullyShardedDataParallelPlugin, "__post_init__", post_init)
+
+
+# --- torch.distributed.checkpoint ---------------------------------------------------------------------
+
+
+@mutant(
+    "full-state-dict-not-gathered",
+    "a full state dict holds this rank's rows only, zeros where the other ranks' shards belong",
+)
+def full_state_dict_not_gathered(patch):
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.checkpoint.state_dict as state_dict_module
+    from torch.distributed.tensor import DTensor
+
+    def gather(original, state_dict, *args, **kwargs):
+        result = {}
+        for key, value in state_dict.items():
+            if isinstance(value, DTensor):
+                local = value.to_local()
+                full = torch.zeros(value.shape, dtype=value.dtype)
+                rows = -(-value.shape[0] // dist.get_world_size())
+                start = dist.get_rank() * rows
+                full[start : start + local.shape[0]] = local
+                result[key] = full
+            else:
+                result[key] = value
+        return result
+
+    patch.wrap(state_dict_module, "_gather_state_dict", gather)
+
+
+@mutant("dcp-load-leaves-target-untouched", "dcp.load returns without reading the checkpoint into the state dict")
+def dcp_load_leaves_target_untouched(patch):
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+
+    def load(original, state_dict, *args, **kwargs):
+        dist.barrier()
+        return None
+
+    patch.wrap(dcp, "load", load)
+
+
+@mutant(
+    "dcp-save-writes-whole-tensors",
+    "dcp.save gathers each sharded tensor and writes it whole, the whole tensors dealt out between the ranks",
+)
+def dcp_save_writes_whole_tensors(patch):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.tensor import DTensor
+
+    def save(original, state_dict, *args, **kwargs):
+        gathered = {k: (v.full_tensor() if isinstance(v, DTensor) else v) for k, v in state_dict.items()}
+        return original(gathered, *args, **kwargs)
+
+    patch.wrap(dcp, "save", save)
