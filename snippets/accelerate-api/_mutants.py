@@ -292,8 +292,19 @@ def prepare_gives_every_rank_all_batches(patch):
 )
 def gather_for_metrics_keeps_duplicates(patch):
     from accelerate import Accelerator
+    from accelerate.utils import gather_object, recursively_apply
 
-    patch.wrap(Accelerator, "gather_for_metrics", lambda original, self, input_data, *args, **kwargs: self.gather(input_data))
+    def gather_for_metrics(original, self, input_data, use_gather_object=False):
+        try:  # tensors go through gather, anything else through gather_object, as the real one does
+            recursively_apply(lambda x: x, input_data, error_on_other_type=True)
+            all_tensors = True
+        except TypeError:
+            all_tensors = False
+        if use_gather_object or not all_tensors:
+            return gather_object(input_data)
+        return self.gather(input_data)
+
+    patch.wrap(Accelerator, "gather_for_metrics", gather_for_metrics)
 
 
 @mutant(

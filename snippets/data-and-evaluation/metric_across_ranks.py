@@ -5,13 +5,14 @@
 #   * with even_batches=False the ranks hold 6 and 4 samples; averaging the two per-rank accuracies
 #     weights them equally and misses 0.6; summing the correct counts and the sample counts across
 #     ranks (accelerator.reduce) and dividing once gives 0.6 exactly.
-# Negative controls: plain gather (padding kept); the mean of per-rank accuracies.
+#   * strings (per-sample texts) take gather_for_metrics' gather_object path and are truncated the same way.
+# Negative controls: plain gather and gather_object (padding kept); the mean of per-rank accuracies.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/metric_across_ranks.py
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration
+from accelerate.utils import DataLoaderConfiguration, gather_object
 from torch.utils.data import DataLoader
 
 import _claims
@@ -53,6 +54,27 @@ _claims.at_most(
     tolerance=1e-12,
     accuracy_gather_for_metrics=accuracy,
     accuracy_gather=padded_accuracy,
+)
+
+# --- 1b. the gather_object path: non-tensor results (strings) are truncated the same way ---
+def evaluate_objects(accelerator, gather):
+    """Gather one string per sample over one evaluation epoch (what a generation eval collects)."""
+    loader = accelerator.prepare(DataLoader(torch.arange(N), batch_size=4))
+    texts = []
+    for ids in loader:
+        texts += gather([f"sample {i}" for i in ids.tolist()])  # a list of str: not tensors
+    return texts
+
+
+texts = evaluate_objects(accelerator, accelerator.gather_for_metrics)  # takes its gather_object path
+padded_texts = evaluate_objects(accelerator, gather_object)
+_claims.equal(
+    "gather_for_metrics_object_path_counts_each_sample_once",
+    measured=sorted(texts),
+    control=sorted(padded_texts),  # gather_object: the padding is counted too
+    expected=sorted(f"sample {i}" for i in range(N)),
+    gathered=len(texts),
+    gathered_by_gather_object=len(padded_texts),
 )
 
 # --- 2. uneven shards (even_batches=False): sum counts across ranks, do not average rates ---

@@ -4,8 +4,9 @@
 # children with their own process group and a hard time limit. accelerator.pad_across_processes()
 # first pads every rank's tensor to the longest length (here with -100), then gather works and the
 # padding is stripped again. With ACCELERATE_DEBUG_MODE (PartialState().debug) gather checks the shapes first
-# and raises a readable error on every rank instead.
-# Negative controls: the same gather without pad_across_processes.
+# and raises a readable error on every rank instead. A batch of sequences, shape (2, length), is padded on
+# dim 1, the length; padding dim 0 (the batch) leaves the lengths unequal.
+# Negative controls: the same gather without pad_across_processes; padding dim 0 instead of dim 1.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/pad_across_processes_then_gather.py
@@ -35,12 +36,20 @@ def collect(rank, pad):
     return sum(torch.equal(row, predictions(r)) for r, row in enumerate(rows)), gathered.tolist()
 
 
-# --- 1. in the launched ranks: pad, gather, strip ---
-recovered, gathered = collect(accelerator.process_index, pad=True)
-
-# --- 2. debug mode: gather checks the shapes first and raises on every rank ---
 state = PartialState()
 debug = state.debug
+
+# --- 1. in the launched ranks: pad, gather, strip (in debug mode, so that unequal shapes would raise
+#        on every rank here instead of breaking the launched ranks' process group) ---
+try:
+    state.debug = True
+    recovered, gathered = collect(accelerator.process_index, pad=True)
+except DistributedOperationException as error:
+    recovered, gathered = 0, " ".join(str(error).split())[-120:]
+finally:
+    state.debug = debug
+
+# --- 2. debug mode: gather checks the shapes first and raises on every rank ---
 errors = {}
 try:
     state.debug = True  # what ACCELERATE_DEBUG_MODE=1 sets; restored below
@@ -64,6 +73,38 @@ _claims.equal(
     message=errors.get("unpadded_message"),
 )
 
+
+# --- 2b. a batch of sequences, (2, length): the length is dim 1, so pad dim 1 ---
+def generated_batch(rank):
+    """Rank r 'generated' 2 sequences of 3 + 2r tokens: shape (2, 3 + 2r), batch on dim 0."""
+    return torch.stack([predictions(rank), predictions(rank) + 100])
+
+
+def gather_batch(dim):
+    """Pad on `dim`, gather (debug mode on: a shape mismatch raises instead of breaking the group)."""
+    padded = accelerator.pad_across_processes(generated_batch(accelerator.process_index), dim=dim, pad_index=PAD)
+    state.debug = True
+    try:
+        gathered = accelerator.gather(padded)  # (4, 5): 2 rows per rank
+    except DistributedOperationException:
+        return 0, list(padded.shape)
+    finally:
+        state.debug = debug
+    rows = [row[row != PAD] for row in gathered]
+    wanted = [row for r in range(accelerator.num_processes) for row in generated_batch(r)]
+    return sum(torch.equal(row, want) for row, want in zip(rows, wanted)), list(gathered.shape)
+
+
+rows_dim1, shape_dim1 = gather_batch(dim=1)
+rows_dim0, shape_dim0 = gather_batch(dim=0)  # the wrong dimension: the lengths still differ
+_claims.equal(
+    "pad_dim1_then_gather_recovers_every_row",
+    measured=rows_dim1,  # rows (sequences) recovered exactly, of 4
+    control=rows_dim0,
+    expected=2 * accelerator.num_processes,
+    gathered_shape_dim1=shape_dim1,
+    local_shape_after_padding_dim0=shape_dim0,
+)
 
 # --- 3. without padding the gather itself breaks: shown in forked children, never in the launched ranks ---
 def gather_in_child(pad):

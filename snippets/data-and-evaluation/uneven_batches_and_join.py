@@ -57,6 +57,8 @@ _claims.equal(
 )
 
 # --- 2. join_uneven_inputs on a multi-CPU run: a warning, and no effect ---
+# even_batches=True (the default) written out: this part is about the override, whatever the default is
+accelerator = Accelerator(dataloader_config=DataLoaderConfiguration(even_batches=True))
 model = torch.nn.Linear(1, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 model, optimizer, loader = accelerator.prepare(model, optimizer, DataLoader(dataset, batch_size=4))

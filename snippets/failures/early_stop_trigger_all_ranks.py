@@ -66,19 +66,23 @@ trigger_after_reset = accelerator.check_trigger()  # check_trigger resets the fl
 flag_steps = stop_steps(with_allreduce_flag)
 local_steps = stop_steps(with_local_flag)
 
+def stopped_at_the_step(steps):
+    return sum(step == STOP_AT for step in steps)  # ranks that left the loop at step 3
+
+
 _claims.equal(
     "set_trigger_stops_every_rank_at_once",
-    measured=len(set(trigger_steps)),  # distinct stop steps across ranks
-    control=len(set(local_steps)),
-    expected=1,
+    measured=stopped_at_the_step(trigger_steps),  # every rank, at the step rank 1 asked for
+    control=stopped_at_the_step(local_steps),
+    expected=accelerator.num_processes,
     stop_steps_trigger=trigger_steps,
     stop_steps_local_flag=local_steps,
     check_trigger_after_it_fired=trigger_after_reset,
 )
 _claims.equal(
     "allreduce_flag_stops_every_rank_at_once",
-    measured=len(set(flag_steps)),
-    control=len(set(local_steps)),
-    expected=1,
+    measured=stopped_at_the_step(flag_steps),
+    control=stopped_at_the_step(local_steps),
+    expected=accelerator.num_processes,
     stop_steps_allreduce_flag=flag_steps,
 )

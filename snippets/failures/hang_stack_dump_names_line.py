@@ -4,8 +4,10 @@
 # sends the signal: each rank's dump names this file and the line it is stuck on. A third world runs
 # the same loop with TORCH_DISTRIBUTED_DEBUG=DETAIL: the wrapper process group compares the
 # collectives before running them and raises an error that names both.
-# Negative controls: a child without faulthandler registered (SIGUSR1 just terminates it: no dump);
-# the same loop without DETAIL (no error: it hangs silently until killed).
+# Negative controls: the same children, faulthandler registered and signalled the same way, with the
+# cause of the hang removed (both ranks get 2 batches): nothing is stuck, so no dump names a stuck line;
+# the same loop without DETAIL (no error: it hangs silently until killed). A fourth pair without
+# faulthandler shows what SIGUSR1 does to a process that did not register it (details only).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/hang_stack_dump_names_line.py
 import faulthandler
@@ -31,8 +33,8 @@ accelerator = Accelerator()
 rank = accelerator.process_index
 
 
-def training_loop(child_rank):
-    batches = 3 if child_rank == 0 else 2  # rank 0 got one batch more (uneven data)
+def training_loop(child_rank, uneven=True):
+    batches = 3 if child_rank == 0 and uneven else 2  # rank 0 got one batch more (uneven data)
     for _ in range(batches):
         dist.all_reduce(torch.ones(4))  # STUCK(rank 0)
     dist.barrier()  # STUCK(rank 1)
@@ -47,7 +49,7 @@ def child_main(child_rank, port, scenario, dump_path, results):
     log = os.open(dump_path + ".log", os.O_WRONLY | os.O_CREAT)
     os.dup2(log, 1), os.dup2(log, 2)  # C++ messages (gloo, c10d) go to this child's log file
     faulthandler.unregister(signal.SIGUSR1)  # a fork keeps the parent's handlers; start as a plain script
-    if scenario == "dump":
+    if scenario in ("dump", "balanced"):
         # THE TOOL: on SIGUSR1, write every thread's Python stack to this file (py-spy dump does the
         # same from outside, without any code in the process)
         faulthandler.register(signal.SIGUSR1, file=open(dump_path, "w"), all_threads=True)
@@ -59,7 +61,7 @@ def child_main(child_rank, port, scenario, dump_path, results):
     try:
         store = dist.TCPStore("127.0.0.1", port, 2, is_master=child_rank == 0, timeout=timedelta(seconds=30))
         dist.init_process_group("gloo", store=store, rank=child_rank, world_size=2, timeout=timedelta(seconds=60))
-        training_loop(child_rank)
+        training_loop(child_rank, uneven=scenario != "balanced")
     except Exception as error:  # noqa: BLE001  the message is the evidence
         outcome = f"error: {error}"
     results.send(outcome)
@@ -79,7 +81,7 @@ def answer(pipe):
         return "no answer"
 
 
-SCENARIOS = ("dump", "no_dump", "detail")
+SCENARIOS = ("dump", "balanced", "no_dump", "detail")
 ports = [{name: free_port() for name in SCENARIOS}]
 dist.broadcast_object_list(ports, src=0)  # both launched ranks use rank 0's ports
 
@@ -98,7 +100,7 @@ with tempfile.TemporaryDirectory() as tmp:
         deadline = time.monotonic() + DEADLINE_S
         for child in children.values():
             child.join(max(0.0, deadline - time.monotonic()))
-        for name in ("dump", "no_dump"):  # what you would do by hand: kill -USR1 <pid>
+        for name in ("dump", "balanced", "no_dump"):  # what you would do by hand: kill -USR1 <pid>
             if children[name].is_alive():
                 os.kill(children[name].pid, signal.SIGUSR1)
         wait_until = time.monotonic() + 1.0
@@ -114,7 +116,7 @@ with tempfile.TemporaryDirectory() as tmp:
             child.join()
     left_behind = len(psutil.Process().children(recursive=True))
     read = lambda path: open(path).read() if os.path.exists(path) else ""  # noqa: E731
-    dump, no_dump = read(dumps["dump"]), read(dumps["no_dump"])
+    dump, balanced_dump, no_dump = read(dumps["dump"]), read(dumps["balanced"]), read(dumps["no_dump"])
     outcome = {name: answer(pipes[name]) for name in SCENARIOS}
     exit_codes = {name: child.exitcode for name, child in children.items()}
 elapsed = time.perf_counter() - started
@@ -130,11 +132,13 @@ def names_mismatch(text):
 _claims.equal(
     "faulthandler_dump_names_the_stuck_line",
     measured=int(where in dump),  # this rank's child: rank 0 in all_reduce, rank 1 in barrier
-    control=int(where in no_dump),
+    control=int(where in balanced_dump),  # the same children with even data: not stuck anywhere
     expected=1,
     expected_frame=where,
     dump=dump[:700],
-    no_dump_child_exit_code=exit_codes["no_dump"],  # -10: terminated by SIGUSR1
+    balanced_child_outcome=outcome["balanced"],
+    balanced_dump=balanced_dump[:300],
+    no_dump_child_exit_code=exit_codes["no_dump"],  # -10: terminated by SIGUSR1 (nothing registered)
     children_left_behind=left_behind,
     seconds=elapsed,
 )
@@ -144,5 +148,8 @@ _claims.equal(
     control=names_mismatch(outcome["dump"]),  # the same loop without DETAIL
     expected=1,
     detail_error=outcome["detail"][:900],
+    # ProcessGroupWrapper all-gathers the LENGTH of each fingerprint first; when the lengths differ it
+    # decodes the other rank's one-element length tensor as if it were a fingerprint
+    other_rank_as_reported=outcome["detail"].split("but Rank")[-1][:120] if "but Rank" in outcome["detail"] else "",
     without_detail=outcome["dump"],
 )

@@ -42,18 +42,22 @@ ELASTIC = [
 ]
 ACCELERATE = ["ACCELERATE_MIXED_PRECISION", "ACCELERATE_DYNAMO_BACKEND"]
 launcher_env = launcher.environ()
+# The environment this rank STARTED with (/proc/<pid>/environ), what the launcher gave it: on MULTI_CPU
+# PartialState writes RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (and MASTER_PORT/MASTER_ADDR when
+# missing) back into os.environ itself, so os.environ cannot tell who set them.
+started_with = psutil.Process().environ()
 _claims.equal(
     "ranks_get_elastic_and_accelerate_env",
-    measured=sum(name in os.environ for name in ELASTIC + ACCELERATE),
+    measured=sum(name in started_with for name in ELASTIC + ACCELERATE),
     control=sum(name in launcher_env for name in ELASTIC + ACCELERATE),
     expected=len(ELASTIC + ACCELERATE),
-    run_id=os.environ.get("TORCHELASTIC_RUN_ID"),
-    restart_count=os.environ.get("TORCHELASTIC_RESTART_COUNT"),
-    max_restarts=os.environ.get("TORCHELASTIC_MAX_RESTARTS"),
-    rank=os.environ.get("RANK"),
-    local_rank=os.environ.get("LOCAL_RANK"),
-    world_size=os.environ.get("WORLD_SIZE"),
-    accelerate_vars_added=sorted(k for k in os.environ if k.startswith("ACCELERATE_") and k not in launcher_env),
+    run_id=started_with.get("TORCHELASTIC_RUN_ID"),
+    restart_count=started_with.get("TORCHELASTIC_RESTART_COUNT"),
+    max_restarts=started_with.get("TORCHELASTIC_MAX_RESTARTS"),
+    rank=started_with.get("RANK"),
+    local_rank=started_with.get("LOCAL_RANK"),
+    world_size=started_with.get("WORLD_SIZE"),
+    accelerate_vars_added=sorted(k for k in started_with if k.startswith("ACCELERATE_") and k not in launcher_env),
 )
 
 

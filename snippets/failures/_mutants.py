@@ -1,0 +1,177 @@
+"""Mutants for failures: the library bugs that the wrong answers on these pages describe.
+
+Each is a quiet, plausible misbehaviour of accelerate or torch (wrong numbers, a skipped check), applied in
+every rank for one run of a snippet; the forked children of the hang proofs inherit the patch.
+"""
+from verify.mutation import mutant
+
+
+def _reached_in_forked_children(patch):
+    """The hang proofs run their collectives in forked children, whose memory the rank never sees: a
+    shared flag set by the mutated code in a child is read back each time the rank joins a child."""
+    import multiprocessing
+    import multiprocessing.process
+
+    flag = multiprocessing.get_context("fork").RawValue("i", 0)
+    original_join = multiprocessing.process.BaseProcess.join
+
+    class Join:  # not a plain function: calling it records nothing by itself
+        def __get__(self, instance, owner):
+            def join(timeout=None):
+                result = original_join(instance, timeout)
+                if flag.value:
+                    patch.ran()
+                return result
+            return join
+
+    patch.replace(multiprocessing.process.BaseProcess, "join", Join())
+
+    def mark():
+        flag.value = 1
+        patch.ran()
+
+    return mark
+
+
+class _Callable:
+    """A callable that is not a plain function, so that only `mark()` records that it ran."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+
+@mutant("prepare-skips-ddp-for-frozen-model",
+        "accelerator.prepare on CPU leaves a model with no trainable parameter unwrapped, as the GPU branch does")
+def prepare_skips_ddp_for_frozen_model(patch):
+    from accelerate import Accelerator
+
+    def prepare_model(original, self, model, *args, **kwargs):
+        if not any(p.requires_grad for p in model.parameters()):
+            patch.ran()
+            return model
+        return original(self, model, *args, **kwargs)
+
+    patch.wrap(Accelerator, "prepare_model", prepare_model)
+
+
+@mutant("ddp-skips-model-check",
+        "DDP does not compare the models of the ranks when it wraps them (no parameter count or shape check)")
+def ddp_skips_model_check(patch):
+    import torch.nn.parallel.distributed as ddp_module
+
+    patch.replace(ddp_module, "_verify_param_shape_across_processes", lambda process_group, tensors, logger=None: None)
+
+
+@mutant("accelerator-state-accepts-new-settings",
+        "a second Accelerator with another mixed_precision is accepted silently (AcceleratorState does not check)")
+def accelerator_state_accepts_new_settings(patch):
+    from accelerate.state import AcceleratorState
+
+    patch.replace(AcceleratorState, "_check_initialized", lambda self, mixed_precision=None, cpu=None: None)
+
+
+@mutant("gather-returns-ragged",
+        "gather of different shapes just concatenates what each rank has (a ragged result, no error)")
+def gather_returns_ragged(patch):
+    import torch
+    import torch.distributed as dist
+    import accelerate.accelerator as accelerator_module
+
+    def gather(tensor):
+        patch.ran()
+        pieces = [None] * dist.get_world_size()
+        dist.all_gather_object(pieces, tensor)
+        pieces = [piece.to(tensor.device) for piece in pieces]
+        if len({piece.shape[1:] for piece in pieces}) > 1:  # rows of different lengths: one flat run of values
+            pieces = [piece.reshape(-1) for piece in pieces]
+        return torch.cat(pieces)
+
+    patch.replace(accelerator_module, "gather", gather)
+
+
+@mutant("check-trigger-drops-the-flag",
+        "check_trigger resets the flag before it reduces it, so a set_trigger on one rank is never seen")
+def check_trigger_drops_the_flag(patch):
+    from accelerate import Accelerator
+
+    def check_trigger(original, self):
+        self.flag_tensor = None  # the reset happens first: every rank reduces a 0
+        return original(self)
+
+    patch.wrap(Accelerator, "check_trigger", check_trigger)
+
+
+@mutant("all-reduce-max-takes-min",
+        "all_reduce with ReduceOp.MAX returns the minimum (the flag of a rank that did not want to stop wins)")
+def all_reduce_max_takes_min(patch):
+    import torch.distributed as dist
+
+    def all_reduce(original, tensor, op=dist.ReduceOp.SUM, *args, **kwargs):
+        if op == dist.ReduceOp.MAX:
+            patch.ran()
+            op = dist.ReduceOp.MIN
+        return original(tensor, op, *args, **kwargs)
+
+    patch.wrap(dist, "all_reduce", all_reduce)
+
+
+@mutant("barrier-does-not-wait",
+        "barrier returns at once instead of waiting for every rank of the group")
+def barrier_does_not_wait(patch):
+    import torch.distributed as dist
+
+    patch.replace(dist, "barrier", lambda *args, **kwargs: None)
+
+
+@mutant("pg-timeout-ignored",
+        "init_process_group ignores its timeout argument and keeps the 30-minute default")
+def pg_timeout_ignored(patch):
+    import torch.distributed as dist
+
+    mark = _reached_in_forked_children(patch)
+    original = dist.init_process_group
+
+    def init_process_group(*args, **kwargs):
+        if kwargs.pop("timeout", None) is not None:
+            mark()
+        return original(*args, **kwargs)
+
+    init_process_group.__wrapped__ = original
+    patch.replace(dist, "init_process_group", _Callable(init_process_group))
+
+
+@mutant("detail-skips-collective-checks",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL does not wrap the process group, so no collective is checked")
+def detail_skips_collective_checks(patch):
+    import torch.distributed.distributed_c10d as c10d
+
+    mark = _reached_in_forked_children(patch)
+
+    def unwrapped(wrapped_pg, *args, **kwargs):
+        mark()
+        return wrapped_pg
+
+    patch.replace(c10d, "_create_process_group_wrapper", _Callable(unwrapped))
+
+
+@mutant("all-reduce-fails-cleanly-on-shape-mismatch",
+        "all_reduce compares the shapes of the ranks first and raises a Python error when they differ")
+def all_reduce_fails_cleanly_on_shape_mismatch(patch):
+    import torch
+    import torch.distributed as dist
+
+    mark = _reached_in_forked_children(patch)
+    original = dist.all_reduce
+
+    def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        mark()
+        sizes = [torch.zeros(1, dtype=torch.long) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(sizes, torch.tensor([tensor.numel()]), group=group)
+        if len({int(size) for size in sizes}) > 1:
+            raise RuntimeError(f"all_reduce: tensor sizes differ across ranks: {[int(size) for size in sizes]}")
+        return original(tensor, op, group=group, async_op=async_op)
+
+    patch.replace(dist, "all_reduce", _Callable(all_reduce))
