@@ -73,12 +73,21 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("mutant_case", cases, ids=ids)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Without --mutants, test_mutant has no cases: drop it rather than report an empty parameter set."""
+    kept = [item for item in items if not (item.originalname == "test_mutant" and not config.getoption("mutants"))]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
 @pytest.fixture(scope="session")
 def results(request):
     """Runs, once, the snippets of the claims (and mutants) this pytest session selected (so `-k` stays cheap)."""
     params = [getattr(item, "callspec", None) for item in request.session.items]
     selected = [callspec.params["claim"] for callspec in params if callspec and "claim" in callspec.params]
-    selected += [callspec.params["mutant_case"][:2] for callspec in params if callspec and "mutant_case" in callspec.params]
+    selected += [callspec.params["mutant_case"][:2] for callspec in params
+                 if callspec and isinstance(callspec.params.get("mutant_case"), tuple)]  # fmt: skip
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
