@@ -297,6 +297,22 @@ def skip_first_batches_skips_nothing(patch):
     patch.wrap(Accelerator, "skip_first_batches", skip)
 
 
+@mutant(
+    "skip-first-batches-advances-the-epoch",
+    "the prepared DataLoader counts the epoch iterated through skip_first_batches as its own, so its next pass shuffles for the next epoch",
+)
+def skip_first_batches_advances_the_epoch(patch):
+    from accelerate import Accelerator
+
+    def skip(original, self, dataloader, num_batches=0):
+        skipping = original(self, dataloader, num_batches)  # copies the prepared loader's epoch counter
+        if hasattr(dataloader, "iteration"):
+            dataloader.iteration += 1  # ... and the prepared loader moves on to the next epoch
+        return skipping
+
+    patch.wrap(Accelerator, "skip_first_batches", skip)
+
+
 # --- saving from several processes ---
 
 

@@ -14,6 +14,8 @@
 #   5. the order from seed + epoch alone       control: the default sampler (use_seedable_sampler=False)
 #   6. mid-epoch: a checkpoint after batch 2 of epoch 2, resumed through skip_first_batches, ends
 #      bit for bit on the uninterrupted weights; control: not skipping (those 2 batches trained twice).
+#   7. the epoch after that: the prepared loader shuffles epoch 3 as the uninterrupted run does only
+#      after set_epoch(2); control: the loader as skip_first_batches left it (its counter still 1).
 # The scheduler is a LambdaLR (factor 0.9 ** step): computed from its own step counter, so a scheduler
 # that was not restored shows. (A StepLR would not: it multiplies the optimizer's restored LR, and
 # from scratch it can decay at the very same steps.)
@@ -106,11 +108,20 @@ def uninterrupted(folder, **config):
     order, rates = train_one_epoch(
         accelerator, model, optimizer, loader, scheduler, 2, os.path.join(folder, "mid_epoch_2")
     )
-    return {"weights": weights(accelerator, model), "order": order, "rates": rates}
+    result = {"weights": weights(accelerator, model), "order": order, "rates": rates}
+    result["epoch_3_order"] = sample_order(loader)  # the order epoch 3 would train in
+    return result
 
 
-def resumed(checkpoint, restore="load_state", set_epoch=True, skip_batches=0, reset_scheduler=False, **config):
+def sample_order(loader):
+    return [i for *_, index in loader for i in index.tolist()]
+
+
+def resumed(
+    checkpoint, restore="load_state", set_epoch=True, skip_batches=0, reset_scheduler=False, next_epoch=None, **config
+):
     accelerator, model, optimizer, loader, scheduler = setup(**config)
+    prepared_loader = loader
     fresh_scheduler = scheduler.state_dict()
     if restore == "load_state":
         accelerator.load_state(checkpoint)
@@ -126,12 +137,18 @@ def resumed(checkpoint, restore="load_state", set_epoch=True, skip_batches=0, re
     if skip_batches:  # mid-epoch: the same epoch order, minus the batches already trained on
         loader = accelerator.skip_first_batches(loader, skip_batches)
     order, rates = train_one_epoch(accelerator, model, optimizer, loader, scheduler)
-    return {"weights": weights(accelerator, model), "order": order, "rates": rates, "rngs_changed": rngs_changed}
+    result = {"weights": weights(accelerator, model), "order": order, "rates": rates, "rngs_changed": rngs_changed}
+    if next_epoch is not None:  # epoch 3: back to the prepared loader, as a training loop's next epoch does
+        result["counter_after_epoch_2"] = prepared_loader.iteration  # the epoch the loader will shuffle for
+        if next_epoch == "set_epoch":
+            prepared_loader.set_epoch(2)
+        result["epoch_3_order"] = sample_order(prepared_loader)
+    return result
 
 
 def differ(run, reference, key):
     """Weights and rates: the largest difference; orders: how many positions differ."""
-    if key == "order":
+    if key.endswith("order"):
         return sum(a != b for a, b in zip(run[key], reference[key])) + abs(len(run[key]) - len(reference[key]))
     return (torch.as_tensor(run[key]) - torch.as_tensor(reference[key])).abs().max().item()
 
@@ -159,7 +176,8 @@ with tempfile.TemporaryDirectory() if is_main else contextlib.nullcontext() as l
     # Mid-epoch: resume from the checkpoint taken after batch 2 of epoch 2 and skip those 2 batches.
     generator_reference = uninterrupted(with_generator, loader_generator=True)
     mid = os.path.join(with_generator, "mid_epoch_2")
-    mid_skipped = resumed(mid, skip_batches=2, loader_generator=True)
+    mid_skipped = resumed(mid, skip_batches=2, loader_generator=True, next_epoch="set_epoch")
+    mid_skipped_as_is = resumed(mid, skip_batches=2, loader_generator=True, next_epoch="as_is")
     mid_not_skipped = resumed(mid, loader_generator=True)
     mid_global_draw = resumed(os.path.join(seedable, "mid_epoch_2"), skip_batches=2)
     Accelerator().wait_for_everyone()  # rank 0 deletes the folder only after every rank has read it
@@ -208,4 +226,12 @@ _claims.equal(
     control=differ(mid_not_skipped, generator_reference, "weights"),
     expected=0.0,
     without_loader_generator=differ(mid_global_draw, reference, "weights"),  # the seed draw shifts dropout
+)
+_claims.equal(
+    "next_epoch_after_skip_needs_set_epoch",
+    measured=differ(mid_skipped, generator_reference, "epoch_3_order"),  # set_epoch(2) on the prepared loader
+    control=differ(mid_skipped_as_is, generator_reference, "epoch_3_order"),  # the loader as skip_first_batches left it
+    expected=0,
+    prepared_loader_counter_after_the_skipped_epoch=mid_skipped_as_is["counter_after_epoch_2"],
+    positions_differing_from_epoch_2_order=differ({"order": mid_skipped_as_is["epoch_3_order"]}, generator_reference, "order"),
 )

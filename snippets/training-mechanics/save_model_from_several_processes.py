@@ -10,7 +10,8 @@
 #   4. save_model has no barrier inside: a rank that reads right after its own save_model call finds
 #      nothing unless accelerator.wait_for_everyone() sits between the save and the read.
 #      To make the race deterministic the main process is made as slow as possible: it starts writing
-#      only once every other rank has reached the line after its save_model call.
+#      only once every other rank has reached the line after its save_model call (or, if one is still inside
+#      save_model 0.5 s after entering it, i.e. waiting there for the main process, right then).
 #      Negative control: the same save and read without wait_for_everyone().
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/training-mechanics/save_model_from_several_processes.py
@@ -48,6 +49,9 @@ trained = {k: v.detach().clone() for k, v in accelerator.unwrap_model(model).sta
 rank, world = accelerator.process_index, accelerator.num_processes
 
 
+GRACE = 0.5  # seconds: a non-main rank's save_model returns in ~1-10 ms here
+
+
 def strict_load_mismatches(state_dict):
     """Missing + unexpected keys when a plain, never-prepared model loads this state dict."""
     result = build().load_state_dict(state_dict, strict=False)
@@ -56,23 +60,34 @@ def strict_load_mismatches(state_dict):
 
 def save_then_read(folder, barrier):
     """Every rank calls save_model; the main process writes last. How many ranks then find the file?"""
-    arrived = os.path.join(os.path.dirname(folder), f"arrived-{os.path.basename(folder)}-{{}}")
+    flag = os.path.join(os.path.dirname(folder), f"{{}}-{os.path.basename(folder)}-{{}}")  # (event, rank)
     if accelerator.is_main_process:
         # The slowest main process possible: it writes only when every other rank has reached the line
-        # after its own save_model call (5 s at most, in case save_model blocked them in a barrier).
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not all(os.path.exists(arrived.format(r)) for r in range(1, world)):
+        # after its own save_model call. A non-main rank's save_model takes milliseconds (nothing to write);
+        # one still inside it GRACE seconds after entering it is taken to be waiting for the main process
+        # (a barrier inside save_model), and the main process then writes, so the run cannot hang.
+        others = range(1, world)
+        deadline, all_entered = time.monotonic() + 5, None  # 5 s: in case a rank never reaches its save_model
+        while not all(os.path.exists(flag.format("arrived", r)) for r in others) and time.monotonic() < deadline:
+            if all_entered is None and all(os.path.exists(flag.format("entered", r)) for r in others):
+                all_entered = time.monotonic()
+            if all_entered is not None and time.monotonic() - all_entered > GRACE:
+                break  # still inside save_model: it waits for this process
             time.sleep(0.005)
+        returned_first = all(os.path.exists(flag.format("arrived", r)) for r in others)
         accelerator.save_model(model, folder)
     else:
+        returned_first = None
+        open(flag.format("entered", rank), "w").close()
         accelerator.save_model(model, folder)  # on rank 1: no file is written, and nothing waits
-        open(arrived.format(rank), "w").close()
+        open(flag.format("arrived", rank), "w").close()
     if barrier:
         accelerator.wait_for_everyone()  # <- the line that makes the read safe
     found = os.path.exists(os.path.join(folder, "model.safetensors"))
     folder_there = os.path.isdir(folder)  # save_model makes the folder on every rank before the main one writes
     accelerator.wait_for_everyone()  # after the read: the next scenario starts together
-    return sum(gather_object([found])), sum(gather_object([folder_there]))
+    returned_first = broadcast_object_list([returned_first])[0]  # did the main process write after they returned?
+    return sum(gather_object([found])), sum(gather_object([folder_there])), returned_first
 
 
 with tempfile.TemporaryDirectory() as own_dir:
@@ -119,13 +134,14 @@ with tempfile.TemporaryDirectory() as own_dir:
     )
 
     # 4. The read right after the save, with and without the barrier.
-    with_barrier, _ = save_then_read(os.path.join(shared, "with_barrier"), barrier=True)
-    without_barrier, folders_without_barrier = save_then_read(os.path.join(shared, "without_barrier"), barrier=False)
+    with_barrier, _, returned_first_with = save_then_read(os.path.join(shared, "with_barrier"), barrier=True)
+    without_barrier, folders_without_barrier, returned_first_without = save_then_read(os.path.join(shared, "without_barrier"), barrier=False)
     _claims.equal(
         "wait_for_everyone_makes_the_file_readable",
         measured=with_barrier,  # ranks that found model.safetensors right after the save
         control=without_barrier,
         expected=world,
         ranks_that_saw_the_folder_without_barrier=folders_without_barrier,
+        other_ranks_returned_before_the_write=[returned_first_with, returned_first_without],  # False: save_model held them
     )
     accelerator.wait_for_everyone()  # rank 0 deletes the folder when it leaves this block
