@@ -103,3 +103,24 @@ def one_f_one_b_runs_all_forwards_first(patch):
     from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
     patch.replace(Schedule1F1B, "_step_microbatches", ScheduleGPipe._step_microbatches)
+
+
+@mutant("shard-placement-keeps-whole-tensor", "distribute_tensor with Shard leaves the whole tensor on every rank")
+def shard_placement_keeps_whole_tensor(patch):
+    from torch.distributed.tensor import Shard
+
+    patch.wrap(Shard, "_make_shard_tensor", lambda original, cls, dim, tensor, *args, **kwargs: tensor.contiguous())
+
+
+@mutant("shard-to-replicate-skips-all-gather", "redistributing Shard to Replicate keeps each rank's shard instead of all-gathering")
+def shard_to_replicate_skips_all_gather(patch):
+    from torch.distributed.tensor import Shard
+
+    patch.wrap(Shard, "_to_replicate_tensor", lambda original, self, local_tensor, *args, **kwargs: local_tensor)
+
+
+@mutant("partial-reduce-is-a-no-op", "turning a Partial DTensor into Replicate keeps each rank's own term (no all-reduce)")
+def partial_reduce_is_a_no_op(patch):
+    from torch.distributed.tensor import Partial
+
+    patch.wrap(Partial, "_reduce_value", lambda original, self, tensor, mesh, mesh_dim: tensor)
