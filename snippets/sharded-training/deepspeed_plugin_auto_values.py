@@ -12,7 +12,7 @@
 #   4. The ZeRO stage: zero_stage=3, or "stage": 3 in the user's config, against the stage given nowhere
 #      (no argument, or "auto" in the config): then the plugin's default, 2.
 # Negative controls: a user config (hf_ds_config) with an explicit micro batch instead of "auto"; the
-# stage given nowhere.
+# same entries before _prepare_deepspeed filled them; the stage given nowhere.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/deepspeed_plugin_auto_values.py
 import copy
@@ -128,9 +128,8 @@ _claims.equal(
     # config's "auto" gradient_clipping and reduce_bucket_size
     measured=[after[k] for k in keys]
     + [user_after["gradient_clipping"], user_after["zero_optimization"]["reduce_bucket_size"]],
-    # the same entries where Accelerate filled nothing: the user's explicit micro batch (and the train
-    # batch that follows it), and clipping and bucket size as they were before _prepare_deepspeed
-    control=[user_after[k] for k in keys]
+    # the same four entries before _prepare_deepspeed ran (nothing filled yet: all "auto")
+    control=[before[k] for k in keys]
     + [user_before["gradient_clipping"], user_before["zero_optimization"]["reduce_bucket_size"]],
     expected=[8, 8 * ACCUMULATION * world, 1.0, 32 * 32],  # min(8, 12); 8 x 4 x 2; 1.0; hidden_size ** 2
     filled_config=after,

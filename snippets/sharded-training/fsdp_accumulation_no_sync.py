@@ -45,19 +45,24 @@ def count_reduce_scatters(counter):
 
 
 def held_gradient_elements(net):
-    """Gradient elements this rank stores right now: sharded .grad plus FSDP's unsharded accumulation."""
-    held = 0
+    """Gradient elements this rank stores right now (sharded .grad plus FSDP's unsharded accumulation),
+    counted by the storage behind them: a shard that FSDP2 padded to rank 0's size counts with its padding."""
+    storages = {}
+
+    def hold(tensor):
+        if tensor is not None:
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes() // tensor.element_size()
+
     for module in net.modules():
         if isinstance(module, FSDPModule):
             for group in module._get_fsdp_state()._fsdp_param_groups:  # private: FSDP2's parameter groups
                 for fsdp_param in group.fsdp_params:
-                    unsharded = fsdp_param._unsharded_param  # the full tensor used in forward/backward
-                    held += unsharded.grad.numel() if unsharded.grad is not None else 0
-                    if fsdp_param.unsharded_accumulated_grad is not None:
-                        held += fsdp_param.unsharded_accumulated_grad.numel()
+                    hold(fsdp_param._unsharded_param.grad)  # the full tensor used in forward/backward
+                    hold(fsdp_param.unsharded_accumulated_grad)
                     sharded_grad = fsdp_param.sharded_param.grad
-                    held += sharded_grad.to_local().numel() if sharded_grad is not None else 0
-    return held
+                    hold(sharded_grad.to_local() if sharded_grad is not None else None)
+    return sum(storages.values())
 
 
 def full_weights(net):

@@ -2,7 +2,8 @@
 # trains 3 Adam steps on 2 ranks three ways: DDP, DDP + ZeroRedundancyOptimizer (ZeRO-1), and FSDP2
 # `fully_shard` (ZeRO-3). We compare the final weights and count the collectives each makes per step.
 # Negative controls: each rank training alone on its half of the batch (no gradient exchange at all)
-# for the weights; DDP's step for the collective counts (one all-reduce, no reduce-scatter).
+# for the weights; DDP's step for the reduce-scatter and all-reduce counts (one all-reduce, no
+# reduce-scatter); the same FSDP2 units with reshard_after_forward=False for the all-gathers.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_matches_ddp_collectives.py
 import contextlib
@@ -100,6 +101,14 @@ for layer in units:
 fully_shard(fsdp, mesh=mesh)
 fsdp_counts = Counter()
 fsdp_weights = train(fsdp, torch.optim.Adam(fsdp.parameters(), lr=1e-2), fsdp_counts)
+# Control for the all-gathers: the same FSDP2 units with reshard_after_forward=False (kept until backward)
+kept = copy.deepcopy(model)
+for layer in kept:
+    if isinstance(layer, torch.nn.Linear):
+        fully_shard(layer, mesh=mesh, reshard_after_forward=False)
+fully_shard(kept, mesh=mesh)
+kept_counts = Counter()
+train(kept, torch.optim.Adam(kept.parameters(), lr=1e-2), kept_counts)
 
 # Control: each rank alone on its half batch, nothing exchanged
 alone = copy.deepcopy(model)
@@ -146,8 +155,10 @@ _claims.equal(
 _claims.equal(
     "fsdp_all_gathers_per_step",
     measured=fsdp_counts["all_gather_single"] + fsdp_counts["all_gather_into_tensor"],
-    control=ddp_py_counts["all_gather_single"] + ddp_py_counts["all_gather_into_tensor"],  # DDP: replicas
+    # the same units with reshard_after_forward=False: gathered once, kept until backward
+    control=kept_counts["all_gather_single"] + kept_counts["all_gather_into_tensor"],
     expected=2 * len(units),  # each unit: once before forward, again before backward (resharded)
+    ddp_all_gathers_last_step=ddp_py_counts["all_gather_single"] + ddp_py_counts["all_gather_into_tensor"],
     **collectives_detail,
 )
 _claims.at_least(

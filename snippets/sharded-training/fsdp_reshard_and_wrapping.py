@@ -104,7 +104,7 @@ _claims.at_most(
     "per_block_wrapping_bounds_peak",
     measured=peak_reshard / total_elements,  # largest share of the model unsharded at once in forward
     control=peak_root / total_elements,  # fully_shard on the root only: one unit, all of it at once
-    tolerance=0.5,
+    tolerance=0.25,  # one block of 4 (no forward prefetch is set): two blocks at once would fail
     block_elements=total_elements // units,
     all_gathers_root_only=gathers_root,
 )

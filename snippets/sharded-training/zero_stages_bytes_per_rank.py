@@ -7,7 +7,8 @@
 #           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's, and
 #           the share of the averaged gradient a rank holds is counted in what the reduce-scatter delivered
 #   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
-# Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 step, the
+# Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 gradient
+# share, the same step with an all-reduce in place of the reduce-scatter; for the ZeRO-2 step, the
 # same step with the reduce-scatter replaced by this rank's own gradient; for DDP's buckets, the same
 # DDP with gradient_as_bucket_view=True.
 #
@@ -104,8 +105,10 @@ zero1_elements = sum(p.numel() for group in zero1_adam.optim.param_groups for p 
 
 
 # --- ZeRO-2: flat gradient REDUCE-SCATTERED, each rank updates its slice, then ALL-GATHER -------
-def zero2_step(reduce_scatter=True):
-    """One ZeRO-2 step, written out; reduce_scatter=False keeps this rank's own gradient slice (control)."""
+def zero2_step(collective="reduce_scatter"):
+    """One ZeRO-2 step, written out. Controls: collective="none" keeps this rank's own gradient slice;
+    "all_reduce" averages the whole flat gradient on every rank (DDP's collective) and then steps on
+    this rank's slice. Returns the net, the master slice, its Adam and the gradient this rank holds."""
     net = copy.deepcopy(model)
     flat = torch.nn.utils.parameters_to_vector(net.parameters()).detach()
     shard_size = -(-flat.numel() // world)  # pad so the flat vector splits evenly
@@ -118,18 +121,25 @@ def zero2_step(reduce_scatter=True):
     full_grad[: flat.numel()] = torch.cat([p.grad.flatten() for p in net.parameters()])
     net.zero_grad(set_to_none=True)  # the full gradient is freed as soon as it is reduce-scattered
     grad_shard = torch.zeros(shard_size)
-    if reduce_scatter:
+    if collective == "reduce_scatter":
         dist.reduce_scatter_single(grad_shard, full_grad, op=dist.ReduceOp.SUM)  # the sum of MY slice, nothing else
         grad_shard /= world  # average, as DDP does
+        held = grad_shard  # all the gradient this rank keeps
+    elif collective == "all_reduce":  # control: DDP's collective, the whole averaged gradient everywhere
+        dist.all_reduce(full_grad, op=dist.ReduceOp.SUM)
+        full_grad /= world
+        grad_shard.copy_(full_grad[rank * shard_size : (rank + 1) * shard_size])
+        held = full_grad
     else:
         grad_shard.copy_(full_grad[rank * shard_size : (rank + 1) * shard_size])  # control: my half batch only
+        held = grad_shard
     del full_grad
     master_shard.grad = grad_shard
     adam_on_slice.step()
     gathered = torch.empty(shard_size * world)
     dist.all_gather_single(gathered, master_shard.detach())  # everyone gets the updated full weights
     torch.nn.utils.vector_to_parameters(gathered[: flat.numel()], net.parameters())
-    return net, master_shard, adam_on_slice
+    return net, master_shard, adam_on_slice, held
 
 
 def averaged_elements_held(grad, start):
@@ -138,7 +148,7 @@ def averaged_elements_held(grad, start):
     return int(torch.isclose(grad[: reference.numel()], reference, rtol=1e-5, atol=1e-7).sum())
 
 
-zero2, master_shard, zero2_adam = zero2_step()
+zero2, master_shard, zero2_adam, zero2_held = zero2_step()
 zero2_bytes = {
     "params": sum(nbytes(p) for p in zero2.parameters()),  # full working copy, as in DeepSpeed ZeRO-2
     "grads": nbytes(master_shard.grad),
@@ -146,7 +156,8 @@ zero2_bytes = {
 }
 # (DeepSpeed keeps the fp32 master slice apart from 16-bit working weights; in fp32 here the slice
 #  stands in for it and is not counted twice.)
-zero2_alone, _, _ = zero2_step(reduce_scatter=False)
+zero2_alone, _, _, _ = zero2_step(collective="none")
+_, _, _, all_reduced_held = zero2_step(collective="all_reduce")
 
 
 def weights(net):
@@ -210,8 +221,9 @@ shard_size = master_shard.numel()
 _claims.between(
     "zero2_shards_gradients",
     # the share of DDP's averaged gradient that this rank holds after the reduce-scatter delivered it
-    measured=averaged_elements_held(master_shard.grad, rank * shard_size) / elements,
-    control=averaged_elements_held(ddp_averaged_grad, 0) / elements,  # DDP's all-reduce: all of it
+    measured=averaged_elements_held(zero2_held, rank * shard_size) / elements,
+    # the same step with an all-reduce in place of the reduce-scatter: the whole averaged gradient
+    control=averaged_elements_held(all_reduced_held, 0) / elements,
     low=0.49,
     high=0.51,  # an even flat split: half, give or take one padding element
     grad_bytes_share=share(zero2_bytes, "grads"),
