@@ -5,7 +5,7 @@
 # shards' norms into the full norm. With accumulate(), clip only when accelerator.sync_gradients.
 # Reference: one process, the same model, the global batch, torch.nn.utils.clip_grad_norm_.
 # Controls: the same step inside no_sync (no all-reduce); without the clipping call; clipping every
-# micro-batch (no sync_gradients guard); the norm of each rank's local shard.
+# micro-batch (no sync_gradients guard); the same call on each rank's local shards as plain tensors.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/clip_grad_norm_global.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -98,8 +98,14 @@ sharded = new_model()
 fully_shard(sharded, mesh=init_device_mesh("cpu", (world,)))
 x, y = data(0, rank)
 torch.nn.functional.mse_loss(sharded(x), y).backward()
-local_shards = [p.grad.to_local() for p in sharded.parameters()]
-shard_norm = torch.nn.utils.get_total_norm(local_shards).item()  # control: the same norm, this rank's shards only
+# Control: the same call on the same gradients with the DTensor layer removed: this rank's shards as
+# plain tensors (what FSDP1's flat parameters are), so nothing tells the norm about the other rank.
+plain_shards = []
+for p in sharded.parameters():
+    shard = torch.nn.Parameter(p.detach().to_local().clone())
+    shard.grad = p.grad.to_local().clone()
+    plain_shards.append(shard)
+shard_norm = accelerator.clip_grad_norm_(plain_shards, MAX_NORM).item()
 total = accelerator.clip_grad_norm_(sharded.parameters(), MAX_NORM)
 fsdp_norm = (total.full_tensor() if isinstance(total, DTensor) else total).item()
 _claims.at_most(

@@ -1,15 +1,22 @@
 # Prepare a dataset once and let the other ranks reuse it: main_process_first() lets the main process
 # run the block first (the others wait at a barrier), then every other rank runs the same block and
-# finds the cache the main process wrote. On several nodes, what "once" means depends on where the
-# cache lives: with a disk per node, main_process_first prepares on node 0 and then on every rank of
-# the other nodes at once; local_main_process_first prepares once per node.
-# Written for 2 nodes of 2 processes (the harness runs both nodes on 127.0.0.1; a "node-local" cache
-# is a folder per node). Controls: the same block with no context (every rank at once), and
-# main_process_first with node-local caches.
+# finds the cache the main process wrote. local_main_process_first() lets the main process of each
+# NODE go first; Accelerate knows a process's node only through the LOCAL_RANK the launcher sets.
 #
-#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_machines 2 --machine_rank R --num_processes 4 \
-#       --main_process_ip 127.0.0.1 --main_process_port PORT snippets/accelerate-api/main_process_first_builds_once.py
-#   (one command per machine rank R = 0, 1; ACCELERATE_USE_CPU=true only on a machine without GPUs)
+# Part 1 is the launch as it is: one node, 2 processes (LOCAL_RANK 0 and 1), where the two context
+# managers behave the same. Part 2 re-reads the environment torchrun sets for 2 nodes of 1 process
+# (`--nnodes 2 --nproc-per-node 1`: LOCAL_RANK=0 and LOCAL_WORLD_SIZE=1 on every rank, GROUP_RANK = the
+# node) into a fresh PartialState on the same 2 ranks and process group, and shows that
+# local_main_process_first now lets both ranks in at once while main_process_first still lets only
+# rank 0 go first. The ranks still share one machine, one filesystem and one gloo group; only what
+# Accelerate reads to decide "node-local main" is the two-node one. The launcher's environment and
+# state are put back at the end.
+# Controls: the same block with no context (every rank at once); in part 2, each context manager is
+# the other one's control.
+#
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/main_process_first_builds_once.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs; part 2 needs the CPU/gloo path: on GPUs
+#   LOCAL_RANK=0 everywhere would put both ranks on cuda:0)
 import contextlib
 import os
 import shutil
@@ -19,15 +26,15 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 
 import _claims
 
-BUILD_S = 0.2  # the expensive preparation (download, tokenisation) stands in as a sleep
+BUILD_S = 0.5  # the expensive preparation (download, tokenisation) stands in as a sleep
 
 accelerator = Accelerator()
-node = int(os.environ.get("GROUP_RANK", 0))  # the launcher's node (machine rank)
 
-# One scratch folder for the whole run, created by rank 0 and shared (every "node" is this machine).
+# One scratch folder for the whole run, created by rank 0 and shared (both ranks are on this machine).
 root = [tempfile.mkdtemp(prefix="mpf-") if accelerator.is_main_process else None]
 torch.distributed.broadcast_object_list(root, src=0)
 root = Path(root[0])
@@ -57,12 +64,30 @@ def builds(context, cache_dir):
     return total
 
 
-shared = root / "shared"  # a filesystem every node sees
-node_local = root / f"node{node}"  # a disk of this node only
-once = builds(accelerator.main_process_first, shared / "a")
-everyone_at_once = builds(contextlib.nullcontext, shared / "b")
-per_node = builds(accelerator.local_main_process_first, node_local / "c")
-global_first_node_local = builds(accelerator.main_process_first, node_local / "d")
+def fresh_state(environment):
+    """A new Accelerate state read from `environment` (the process group is kept: it already exists)."""
+    os.environ.update(environment)
+    AcceleratorState._reset_state(reset_partial_state=True)
+    return Accelerator()
+
+
+# Part 1: one node of 2 processes, as launched.
+launched = {name: os.environ[name] for name in ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK") if name in os.environ}
+once = builds(accelerator.main_process_first, root / "a")
+everyone_at_once = builds(contextlib.nullcontext, root / "b")
+local_on_one_node = builds(accelerator.local_main_process_first, root / "c")
+
+# Part 2: what torchrun sets for 2 nodes of 1 process each.
+accelerator = fresh_state({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": str(accelerator.process_index)})
+view = {
+    "local_process_index": accelerator.local_process_index,
+    "is_local_main_process": accelerator.is_local_main_process,
+    "is_main_process": accelerator.is_main_process,
+}
+global_first_two_nodes = builds(accelerator.main_process_first, root / "d")
+local_first_two_nodes = builds(accelerator.local_main_process_first, root / "e")
+
+accelerator = fresh_state(launched)  # the launcher's own view again
 
 _claims.equal(
     "main_process_first_builds_once",
@@ -70,15 +95,33 @@ _claims.equal(
     control=everyone_at_once,
     expected=1,
     processes=accelerator.num_processes,
-    cache="shared folder",
+    cache="one folder",
 )
 _claims.equal(
-    "local_main_first_builds_once_per_node",
-    measured=per_node,
-    control=global_first_node_local,
+    "local_main_first_same_on_one_node",
+    measured=local_on_one_node,
+    control=everyone_at_once,
+    expected=1,
+    processes=accelerator.num_processes,
+    nodes=1,
+)
+_claims.equal(
+    "main_process_first_global_across_nodes",
+    measured=global_first_two_nodes,
+    control=local_first_two_nodes,
+    expected=1,
+    nodes=2,
+    processes_per_node=1,
+    accelerate_view=view,
+)
+_claims.equal(
+    "local_main_first_goes_first_on_each_node",
+    measured=local_first_two_nodes,
+    control=global_first_two_nodes,
     expected=2,
     nodes=2,
-    cache="one folder per node",
+    processes_per_node=1,
+    accelerate_view=view,
 )
 
 accelerator.wait_for_everyone()

@@ -5,7 +5,9 @@
 # start_powerSGD_iter iterations (1000 by default): before that it is a plain all-reduce.
 # What each hook sends is recorded by wrapping torch.distributed.all_reduce (the hooks call it from
 # Python) around each backward. Baseline and control: torch's allreduce_hook, the Python form of
-# DDP's built-in averaging, registered the same way.
+# DDP's built-in averaging, registered the same way. The built-in C++ path itself (no hook) does not
+# call the Python all_reduce, so it is checked two other ways: its averaged gradient equals the
+# baseline's, and its reducer reports a bucket of the same number of bytes (_get_ddp_logging_data).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_comm_hooks_compress.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -39,8 +41,11 @@ def recording_all_reduce(sent):
         dist.all_reduce = original
 
 
-def run(hook, state_options=None):
-    """Prepare the same model with `hook`, run STEPS backward passes; return what was sent and the grads."""
+def run(hook, state_options=None, builtin=False):
+    """Prepare the same model with `hook`, run STEPS backward passes; return what was sent and the grads.
+
+    hook=None registers torch's allreduce_hook (the recorded baseline); builtin=True registers nothing.
+    """
     if hook is None:
         accelerator = Accelerator()
     else:
@@ -49,7 +54,7 @@ def run(hook, state_options=None):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4))
     model = accelerator.prepare(model)
-    if hook is None:  # the baseline: DDP's averaging as a Python hook, so its all-reduce is recorded too
+    if hook is None and not builtin:  # the baseline: DDP's averaging as a Python hook, so it is recorded too
         model.register_comm_hook(None, default_hooks.allreduce_hook)
     g = torch.Generator().manual_seed(accelerator.process_index)  # each rank its own data
     x, y = torch.randn(16, 64, generator=g), torch.randn(16, 4, generator=g)
@@ -62,6 +67,7 @@ def run(hook, state_options=None):
         last_grads = torch.cat([p.grad.flatten() for p in model.parameters()])
         first_grads = last_grads if first_grads is None else first_grads
         model.zero_grad()
+    run.bucket_bytes = model._get_ddp_logging_data().get("bucket_sizes")  # the C++ reducer's own bucket sizes
     return per_step, first_grads, last_grads
 
 
@@ -70,7 +76,8 @@ def relative_error(grads, reference):
 
 
 baseline, exact, _ = run(None)
-baseline_again, exact_again, _ = run(None)  # the same program once more: no compression, no error
+builtin_sent, builtin_grads, _ = run(None, builtin=True)  # DDP's own C++ all-reduce, no hook registered
+builtin_bucket_bytes = run.bucket_bytes
 fp16, fp16_grads, _ = run(DDPCommunicationHookType.FP16)
 
 
@@ -103,11 +110,13 @@ _claims.equal(
     expected=["torch.float16"],
     bytes_per_step_fp16=bytes_at_last_step(fp16),
     bytes_per_step_baseline=bytes_at_last_step(baseline),
+    builtin_reducer_bucket_bytes=builtin_bucket_bytes,
+    builtin_python_all_reduces=sum(len(step) for step in builtin_sent),
 )
 _claims.between(
     "fp16_hook_error_is_rounding",
     measured=relative_error(fp16_grads, exact),
-    control=relative_error(exact_again, exact),
+    control=relative_error(builtin_grads, exact),  # DDP's built-in path against the baseline hook
     low=1e-6,
     high=1e-3,
 )
