@@ -393,3 +393,14 @@ def dcp_save_writes_whole_tensors(patch):
         return original(gathered, *args, **kwargs)
 
     patch.wrap(dcp, "save", save)
+
+
+@mutant("fsdp1-uses-original-params-by-default", "FSDP1 exposes the original parameters unless told otherwise (use_orig_params defaults to True)")
+def fsdp1_uses_original_params_by_default(patch):
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    def init(original, self, module, *args, **kwargs):
+        kwargs.setdefault("use_orig_params", True)
+        return original(self, module, *args, **kwargs)
+
+    patch.wrap(FullyShardedDataParallel, "__init__", init)
