@@ -26,21 +26,24 @@ x, y = torch.randn(16, 32, device=accelerator.device), torch.randn(16, 1, device
 
 
 def seconds_per_step(slow_rank):
+    """Mean seconds per whole step, and per step inside accelerator.backward, on this rank."""
     accelerator.wait_for_everyone()  # all ranks start the clock together
-    started = time.perf_counter()
+    started, in_backward = time.perf_counter(), 0.0
     for _ in range(STEPS):
         if rank == slow_rank:
             time.sleep(DELAY_S)  # the slow rank's forward; the others have nothing to do here
         loss = torch.nn.functional.mse_loss(model(x), y)
+        backward_started = time.perf_counter()
         accelerator.backward(loss)  # DDP all-reduces the gradients: a collective every rank must join
+        in_backward += time.perf_counter() - backward_started
         optimizer.step()
         optimizer.zero_grad()
-    return (time.perf_counter() - started) / STEPS
+    return (time.perf_counter() - started) / STEPS, in_backward / STEPS
 
 
 seconds_per_step(slow_rank=None)  # warm-up: the first DDP backward builds its buckets
-with_straggler = seconds_per_step(slow_rank=straggler)
-without_straggler = seconds_per_step(slow_rank=None)
+with_straggler, backward_with_straggler = seconds_per_step(slow_rank=straggler)
+without_straggler, _ = seconds_per_step(slow_rank=None)
 
 # Each rank's step time in units of the straggler's delay: about 1 on every rank, the fast ones included.
 _claims.between(
@@ -52,5 +55,6 @@ _claims.between(
     straggler_rank=straggler,
     is_straggler=rank == straggler,
     step_seconds=with_straggler,
+    backward_seconds=backward_with_straggler,  # where the fast rank's wait lands (gloo: inside backward)
     step_seconds_without_straggler=without_straggler,
 )
