@@ -29,6 +29,9 @@ expected_sum = sum(contribution(r) for r in range(world))
 summed = mine.clone()
 dist.all_reduce(summed)  # default op: ReduceOp.SUM
 
+averaged = mine.clone()
+dist.all_reduce(averaged, op=dist.ReduceOp.AVG)  # the docstring says NCCL only; gloo accepts it on torch 2.13
+
 my_chunk = torch.empty(CHUNK, device=accelerator.device)
 dist.reduce_scatter_tensor(my_chunk, mine.clone())  # rank r gets chunk r of the sum
 
@@ -61,4 +64,11 @@ _claims.equal(
     measured=(rebuilt - summed).abs().max().item(),
     control=(gathered_unreduced - summed).abs().max().item(),  # all_gather alone does not reduce
     expected=0.0,
+)
+_claims.at_most(
+    "avg_op_returns_the_mean",
+    measured=(averaged - expected_sum / world).abs().max().item(),
+    control=(summed - expected_sum / world).abs().max().item(),  # the default op: a sum, not a mean
+    tolerance=1e-4,  # float32 rounding of a division by the world size
+    backend=dist.get_backend(),
 )

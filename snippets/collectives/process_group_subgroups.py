@@ -1,9 +1,10 @@
 # Process groups: dist.new_group makes a communicator over a subset of the ranks. A collective on
 # it combines only its members, and only its members take part, so a rank's subgroup collective does
 # not wait for ranks outside it. Negative control: the same collectives on the default (world) group.
-# Written for 2 ranks, split into two groups of one: the smallest split there is.
+# Written for 3 ranks, split into {0, 1} and {2}: rank 0's subgroup really communicates (with rank 1)
+# while rank 2, outside it, is late. On 2 ranks it still runs, as two groups of one.
 #
-#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/collectives/process_group_subgroups.py
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 3 snippets/collectives/process_group_subgroups.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import time
 
@@ -16,11 +17,11 @@ import _claims
 DELAY_S = 0.3
 accelerator = Accelerator()
 rank, world = accelerator.process_index, accelerator.num_processes
-halves = [list(range(world // 2)), list(range(world // 2, world))]
+groups_of = [list(range(world - 1)), [world - 1]]  # everyone but the last rank, and the last rank
 # Every rank must create every group, in the same order, even the groups it is not in.
-groups = [dist.new_group(members) for members in halves]
-mine = 0 if rank in halves[0] else 1
-members, group = halves[mine], groups[mine]
+groups = [dist.new_group(members) for members in groups_of]
+mine = 0 if rank in groups_of[0] else 1
+members, group = groups_of[mine], groups[mine]
 
 
 def summed(over):
@@ -40,7 +41,7 @@ _claims.equal(
 
 
 def seconds_in_all_reduce(over):
-    """Rank 0 times its all_reduce while the last rank arrives DELAY_S late."""
+    """Rank 0 times its all_reduce while the last rank (not in rank 0's subgroup) arrives DELAY_S late."""
     dist.barrier()
     if rank == world - 1:
         time.sleep(DELAY_S)
@@ -59,5 +60,6 @@ if rank == 0:  # rank 0 is not in the late rank's group: it must not wait for it
         tolerance=0.3,
         seconds_in_subgroup=in_subgroup,
         seconds_in_world=in_world,
+        subgroup_members=members,
     )
 dist.barrier()

@@ -57,9 +57,12 @@ def one_step(use_checkpoint, preserve_rng_state=True):
     model.use_checkpoint, model.preserve_rng_state = use_checkpoint, preserve_rng_state
     model = accelerator.prepare(model)  # DDP across the ranks, as in training
     kept = []
+    # Linear saves its weight for backward too; that memory exists anyway, so it is not counted.
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
 
-    def pack(tensor):  # every tensor autograd saves for backward passes through here
-        kept.append(tensor.numel() * tensor.element_size())
+    def pack(tensor):  # every tensor autograd saves for backward outside checkpoint's own hooks
+        if tensor.untyped_storage().data_ptr() not in weights:
+            kept.append(tensor.numel() * tensor.element_size())
         return tensor
 
     torch.manual_seed(1)  # the same dropout masks in every variant

@@ -1,5 +1,5 @@
 # Building a model too big for memory: inside accelerate's init_empty_weights() the parameters are
-# created on the meta device, with shapes and dtypes but no storage, so a 100M-parameter model costs
+# created on the meta device, with shapes and dtypes but no storage, so a 16.8M-parameter model costs
 # almost no RAM. Negative control: the same constructor without the context manager.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/memory/init_empty_weights_meta.py
