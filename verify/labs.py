@@ -21,7 +21,8 @@ from pathlib import Path
 
 from verify import evidence
 from verify.judge import Verdict, judge
-from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, parse_claim
+from verify import schema
+from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, claim_from, validated
 from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
 
 LABS_DIR = ROOT / "docs" / "labs"
@@ -41,6 +42,15 @@ def lab_settings(proof: Proof) -> LaunchSettings:
     return LaunchSettings(num_processes=proof.world_size(2), use_cpu=True)
 
 
+def lab_header(path: Path) -> tuple[str | None, int]:
+    """The YAML of the jupytext header ('# ---' to '# ---', comment marks removed) and its first line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0].strip() != "# ---":
+        return None, 1
+    end = next((n for n in range(1, len(lines)) if lines[n].strip() == "# ---"), len(lines))
+    return "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in lines[1:end]), 2
+
+
 def read_lab(path: Path) -> LabProof:
     import jupytext
 
@@ -50,12 +60,14 @@ def read_lab(path: Path) -> LabProof:
         raise PageError(f"{path}: not a readable jupytext notebook: {error}") from None
     if not isinstance(declared, dict) or not isinstance(declared.get("claims"), dict) or not declared["claims"]:
         raise PageError(f"{path}: its header declares no `jupyter: proof: claims:`")
+    header, first_line = lab_header(path)
+    checked = validated(path, declared, schema.LabHeader, header, first_line, under=("jupyter", "proof"))
     return LabProof(
         page=path.stem,
         snippet=path.name,
-        claims={str(key): parse_claim(path, str(key), value) for key, value in declared["claims"].items()},
-        timeout=float(declared.get("timeout", DEFAULT_TIMEOUT_S)),
-        processes=int(declared["processes"]) if declared.get("processes") else None,
+        claims={claim_id: claim_from(claim) for claim_id, claim in checked.claims.items()},
+        timeout=float(checked.timeout or DEFAULT_TIMEOUT_S),
+        processes=checked.processes,
         snippets_dir=path.parent,
     )
 
