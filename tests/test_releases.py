@@ -8,7 +8,9 @@ from verify.pages import Claim, Proof
 
 def write_evidence(folder, snippet, status, claims):
     folder.mkdir(parents=True, exist_ok=True)
-    records = [{"id": cid, "passed": passed, "reason": reason} for cid, passed, reason in claims]
+    # a finished run's verdicts were judged on measured values (evidence records it as by_value)
+    records = [{"id": cid, "passed": passed, "reason": reason, "by_value": status == "finished"}
+               for cid, passed, reason in claims]  # fmt: skip
     (folder / f"{snippet[:-3]}.json").write_text(json.dumps({"status": status, "claims": records}))
 
 

@@ -49,8 +49,11 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
 
 
 def as_declared(claim: dict) -> bool:
-    """A recorded claim came out as its page says: it held, or (outside its release range) it did not."""
-    return claim["passed"] == claim.get("expected_here", True)
+    """A recorded claim came out as its page says: it held, or (outside its release range) it was measured
+    and did not hold. A crash or a missing report outside the range says nothing either way."""
+    if claim.get("expected_here", True):
+        return claim["passed"]
+    return not claim["passed"] and claim.get("by_value", False)
 
 
 def matches_claims(found: dict, declared: dict) -> bool:
@@ -77,7 +80,7 @@ def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path =
         return None
     return [
         Verdict(proof.page, proof.snippet, claim["id"], claim["passed"], "reused: " + claim["reason"],
-                [{**report, "claim": claim["id"]} for report in claim["reports"]])
+                [{**report, "claim": claim["id"]} for report in claim["reports"]], claim.get("by_value", False))
         for claim in found["claims"]
     ]  # fmt: skip
 
@@ -113,6 +116,7 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
                 "expected_here": proof.claims[v.claim].holds_on(installed["accelerate"] or "0"),
                 "control_removes": proof.claims[v.claim].control,
                 "passed": v.passed,
+                "by_value": v.by_value,
                 "reason": v.reason,
                 "reports": [
                     {k: r.get(k) for k in ("rank", "measured", "control", "op", "bound", "details")}

@@ -63,14 +63,19 @@ def in_range(release: str, since: str | None, until: str | None) -> bool:
 
 
 def outcome(claim: dict, evidence: dict) -> str:
-    """holds | fails | cannot run (the release lacks an API the proof uses) | launch failed."""
+    """holds | fails (measured, and missed) | cannot run (the release lacks an API the proof uses) |
+    launch failed | crashed, hung, not reported: no measurement, which agrees with no range."""
     if claim["passed"]:
         return "holds"
     if evidence["status"] == "launch_failed":
         return "launch failed"  # the release itself did not start: a broken environment, never a verdict
     if evidence["status"] == "crashed" and MISSING_API.search(claim["reason"]):
         return "cannot run"
-    return "fails"
+    if claim.get("by_value", evidence["status"] == "finished" and bool(claim.get("reports"))):
+        return "fails"
+    if evidence["status"] == "finished":
+        return "not reported"
+    return evidence["status"] if evidence["status"] in ("crashed", "hung") else "did not run"
 
 
 def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
@@ -92,8 +97,10 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
                 verdict = result
             elif expected:
                 verdict = "agrees" if result == "holds" else f"{result} inside its range"
+            elif result in ("fails", "cannot run"):
+                verdict = "agrees"  # measured and missed, or the API it needs does not exist yet / any more
             else:
-                verdict = "holds outside its range" if result == "holds" else "agrees"
+                verdict = "holds outside its range" if result == "holds" else f"{result} outside its range"
             rows.append(
                 {"page": proof.page, "snippet": proof.snippet, "claim": claim_id, "since": claim.since,
                  "until": claim.until, "outcome": result, "verdict": verdict,
