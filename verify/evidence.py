@@ -9,6 +9,8 @@ import importlib.metadata
 import json
 import os
 import platform
+import tempfile
+import warnings
 from pathlib import Path
 
 from verify.pages import ROOT, Proof
@@ -128,16 +130,39 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
     }
 
 
+class UnreadableEvidence(UserWarning):
+    """An evidence file that is not a whole evidence record (truncated, not JSON): treated as missing."""
+
+
 def write(evidence: dict, evidence_dir: Path = EVIDENCE_DIR) -> Path:
+    """Written whole or not at all: a temporary file beside it, then a rename (atomic on one file system),
+    so an interrupted run or a reader at the wrong moment never meets half a file."""
     evidence_dir.mkdir(parents=True, exist_ok=True)
     path = evidence_dir / f"{Path(evidence['snippet']).stem}.json"
-    path.write_text(json.dumps(evidence, indent=1, ensure_ascii=False))
+    text = json.dumps(evidence, indent=1, ensure_ascii=False)
+    with tempfile.NamedTemporaryFile("w", dir=evidence_dir, prefix=f".{path.name}.", delete=False) as temporary:
+        temporary.write(text)
+    os.replace(temporary.name, path)
     return path
 
 
+def read_json(path: Path, what: str = "evidence") -> dict | None:
+    """The record in this file; None, with a warning naming the file, when it is missing or unreadable."""
+    if not path.exists():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(found, dict) or not isinstance(found.get("claims"), list):
+            raise ValueError("no list of claims in it")
+    except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        warnings.warn(f"{path}: unreadable {what} ({error}); treated as missing, its proof runs again",
+                      UnreadableEvidence, stacklevel=2)  # fmt: skip
+        return None
+    return found
+
+
 def read(snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
-    path = evidence_dir / f"{Path(snippet).stem}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(evidence_dir / f"{Path(snippet).stem}.json")
 
 
 def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:
@@ -148,7 +173,8 @@ def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, l
 
     found = {}
     for summary in (matrix_dir or MATRIX_DIR).glob("*/matrix.json"):
-        rows = [row for row in json.loads(summary.read_text())["claims"] if row["snippet"] == snippet]
+        rows = [row for row in (read_json(summary, "matrix summary") or {"claims": []})["claims"]
+                if row.get("snippet") == snippet]  # fmt: skip
         if rows:
             found[summary.parent.name] = rows
     return dict(sorted(found.items(), key=lambda item: Version(item[0])))

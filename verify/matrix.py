@@ -29,6 +29,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from verify.evidence import read as read_evidence
 from verify.pages import Claim
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,8 +83,7 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
     """One row per claim: its outcome on this release and whether that agrees with its declared range."""
     rows = []
     for proof in proofs:
-        path = evidence_dir / f"{proof.name}.json"
-        evidence = json.loads(path.read_text()) if path.exists() else None
+        evidence = read_evidence(proof.snippet, evidence_dir)  # unreadable: as if not run, with a warning
         for claim_id, claim in proof.claims.items():
             recorded = next((c for c in (evidence or {}).get("claims", []) if c["id"] == claim_id), None)
             result = outcome(recorded, evidence) if recorded else "not run"
