@@ -13,7 +13,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from verify.pages import ROOT, Proof
+from verify.pages import ROOT, SNIPPETS_DIR, Proof
 from verify.runner import LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
@@ -33,21 +33,34 @@ def versions() -> dict:
 
 
 def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
-    """Everything a verdict depends on: the snippet and the helper modules beside it, the page's claims, the
-    installed versions, the launch asked for, and the harness itself. Equal fingerprints, same verdicts."""
+    """Everything a verdict depends on: the snippet and the helper modules beside it and at the top of the
+    snippets folder (the judge's `_claims.py` too, which labs import from there), the page's claims and
+    time limit, the installed versions, the launch asked for (the accelerate config's contents, not only
+    its path), and the harness itself. Equal fingerprints, same verdicts."""
     digest = hashlib.sha256()
-    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py")})
+    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *SNIPPETS_DIR.glob("_*.py")})
     for path in [proof.path, *helpers, *sorted(HARNESS_DIR.glob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     declared = {
         "claims": {claim_id: dataclasses.asdict(claim) for claim_id, claim in proof.claims.items()},
+        "timeout": proof.timeout,
         "versions": versions(),
         "launch": [settings.num_processes, settings.num_machines, settings.expected_backend, settings.config_file,
                    list(settings.extra_args)],
+        "accelerate_config": file_digest(settings.config_file),
         "requires": proof.requires,
     }  # fmt: skip
     digest.update(json.dumps(declared, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def file_digest(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as error:  # the launch will fail on it; the fingerprint just must not match a good run
+        return f"unreadable: {error}"
 
 
 def as_declared(claim: dict) -> bool:
