@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import concurrent.futures
-import shutil
-import tempfile
-import time
-from pathlib import Path
 
 import pytest
 
 from verify.labs import LabProof, load_labs, verify_labs
 from verify.pages import ROOT, all_proofs, load_pages
+from verify.run_dirs import fresh_run_dir
 from verify.runner import LaunchSettings
 from verify.session import verify_proofs
 
@@ -39,14 +36,6 @@ def launch_settings(config) -> LaunchSettings:
     return LaunchSettings(
         num_processes=config.getoption("nproc") * nodes, num_machines=nodes, config_file=config.getoption("accelerate_config")
     )
-
-
-def fresh_run_dir(runs: Path, keep: int = 5) -> Path:
-    """A folder of its own for this session (two sessions may run at once); the oldest ones go."""
-    runs.mkdir(parents=True, exist_ok=True)
-    for old in sorted(runs.glob("run-*"))[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=runs))
 
 
 def pytest_generate_tests(metafunc):
