@@ -7,6 +7,7 @@ verdicts cannot depend on the mode except through the snippets themselves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from verify import reaper
+from verify.reaper import kill_groups
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
 STARTUP_TIMEOUT_S = 180.0
@@ -145,6 +149,19 @@ class Launchers:
 
     def __init__(self, processes: list[subprocess.Popen]):
         self.processes = processes
+        # Every process and group ever seen under a launcher: if the launcher dies, its ranks re-parent
+        # and no longer show as its children, but they must die with the launch.
+        self.seen: dict[int, psutil.Process] = {}
+        self.groups: set[int] = set()
+
+    def watch(self) -> None:
+        for pid in self.processes_alive():  # not yet reaped, so the pid is still this launcher's
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for child in psutil.Process(pid).children(recursive=True):
+                    self.seen.setdefault(child.pid, child)
+                    with contextlib.suppress(ProcessLookupError):
+                        self.groups.add(os.getpgid(child.pid))
+        self.groups.update(self.pids)  # each launcher leads its own session
 
     def poll(self):
         """None while every launcher runs; else the first exit code seen (a failed machine ends the run)."""
@@ -162,6 +179,9 @@ class Launchers:
     def pids(self) -> list[int]:
         return [process.pid for process in self.processes]
 
+    def processes_alive(self) -> list[int]:
+        return [process.pid for process in self.processes if process.poll() is None]
+
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
         for process in self.processes:
@@ -169,30 +189,15 @@ class Launchers:
 
 
 def kill_processes(roots=(), extra_pids=()) -> None:
-    """SIGKILL each root pid with every process under it, and the extra pids; wait until they are gone."""
-    victims = []
-    for pid in roots:
-        try:
-            parent = psutil.Process(pid)
-            victims += parent.children(recursive=True) + [parent]
-        except psutil.NoSuchProcess:
-            pass
-    for pid in extra_pids:
-        try:
-            victims.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            pass
-    for victim in victims:
-        try:
-            victim.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(victims, timeout=10)
+    """SIGKILL each pid with every process under it and every process group they lead; wait until gone."""
+    kill_groups([*roots, *extra_pids])
 
 
 def kill_tree(process: Launchers, extra_pids=()) -> None:
-    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their own)."""
-    kill_processes(process.pids, extra_pids)
+    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their
+    own), and every rank ever seen, whether or not its launcher is still there to be its parent."""
+    process.watch()
+    kill_groups([*process.processes_alive(), *process.seen.values(), *extra_pids], process.groups)
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
@@ -240,21 +245,45 @@ class Launch:
 
     def run(self) -> tuple[dict[str, SnippetRun], list[SnippetSpec]]:
         """Runs until the batch is done or one snippet fails; returns the verdicts and the snippets not yet run."""
+        with reaper.stop_on_signals():
+            return self._run()
+
+    def _run(self) -> tuple[dict[str, SnippetRun], list[SnippetSpec]]:
         results: dict[str, SnippetRun] = {}
         launched = time.monotonic()
-        with open(self.log_path, "w") as log:
-            process = Launchers([
-                subprocess.Popen(
-                    command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=self.settings.environment(), start_new_session=True,
-                )
-                for command in self.commands
-            ])  # fmt: skip
+        scratch = self.run_dir / "scratch"  # the ranks' working directory: a snippet's stray files land here
+        scratch.mkdir(exist_ok=True)
+        process = Launchers([])
+        with reaper.tracked(lambda: kill_tree(process, self.rank_pids())):
+            try:
+                with open(self.log_path, "w") as log:
+                    for command in self.commands:
+                        process.processes.append(subprocess.Popen(
+                            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=self.settings.environment(), start_new_session=True, cwd=scratch,
+                        ))  # fmt: skip
+                return self.watch(process, results, launched)
+            finally:  # every way out: done, failed, interrupted, SIGTERM
+                kill_tree(process, self.rank_pids())
+
+    def rank_pids(self) -> list:
+        """The ranks that wrote a status file and still run this launch (a pid reused since is left alone)."""
+        alive = []
+        for pid in rank_pids(read_events(self.run_dir)):
+            with contextlib.suppress(psutil.Error):
+                rank = psutil.Process(pid)
+                if any(str(self.run_dir) in part for part in rank.cmdline()):
+                    alive.append(rank)
+        return alive
+
+    def watch(self, process: Launchers, results: dict, launched: float):
         index, clock_from = 0, None  # the snippet being watched and when its time limit started
         try:
             while index < len(self.batch):
                 spec = self.batch[index]
                 events = read_events(self.run_dir)
+                if len(events) < self.settings.num_processes:
+                    process.watch()  # a rank's pid is known from its status file only once it is ready
                 if clock_from is None and any(events.values()):
                     clock_from = time.monotonic()
                 # Polled every 0.1 s: look only at status lines and traceback files; read reports when done.
@@ -274,7 +303,7 @@ class Launch:
                     continue
                 if failed or (exited and started):
                     time.sleep(0.5 if not exited else 0)  # let a dying launcher finish writing
-                    kill_tree(process, pids)
+                    kill_tree(process, self.rank_pids())
                     ranks = self.outcome(spec, read_events(self.run_dir))
                     results[spec.name] = SnippetRun(
                         spec.name, spec.path, "crashed", ranks, self.crash_story(ranks, process), None, info
@@ -284,7 +313,7 @@ class Launch:
                     story = f"the launch ended (exit code {process.returncode}) before any rank started the snippet"
                     return self.fail_rest(results, index, story, info)
                 if clock_from is None and time.monotonic() - launched > self.settings.startup_timeout:
-                    kill_tree(process, pids)
+                    kill_tree(process, self.rank_pids())
                     story = f"no rank was ready after {self.settings.startup_timeout:.0f} s"
                     return self.fail_rest(results, index, story, info)
                 if clock_from is not None and time.monotonic() - clock_from > spec.timeout:
@@ -294,7 +323,7 @@ class Launch:
                         except ProcessLookupError:
                             pass
                     time.sleep(STACK_DUMP_WAIT_S)
-                    kill_tree(process, pids)
+                    kill_tree(process, self.rank_pids())
                     ranks = self.outcome(spec, read_events(self.run_dir))
                     results[spec.name] = SnippetRun(
                         spec.name, spec.path, "hung", ranks, self.hang_story(spec, ranks), None, info
@@ -307,7 +336,7 @@ class Launch:
                 pass
             return results, []
         finally:
-            kill_tree(process, rank_pids(read_events(self.run_dir)))
+            kill_tree(process, self.rank_pids())
 
     def fail_rest(self, results: dict, index: int, story: str, info: dict):
         """The launch itself failed: every snippet not yet run fails with the launch log."""

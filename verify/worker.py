@@ -8,6 +8,7 @@ directory. The harness watches the status file each rank writes and enforces the
     python -m accelerate.commands.launch ... verify/worker.py MANIFEST.json
 """
 
+import ctypes
 import contextlib
 import faulthandler
 import json
@@ -19,12 +20,30 @@ import sys
 import time
 import traceback
 
-import accelerate
-import numpy as np
-import torch
-import torch.distributed as dist
-from accelerate import Accelerator
-from accelerate.state import AcceleratorState, GradientState, PartialState
+
+def die_with_the_launcher():
+    """Linux's PR_SET_PDEATHSIG: when the launcher that started this rank dies (SIGKILL included), the
+    kernel kills this rank, which would otherwise wait a minute in its rendezvous under pid 1."""
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    try:  # the launcher may have died before the line above: then this rank's parent is no launcher
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as parent:
+            launched_by_accelerate = b"accelerate" in parent.read()
+    except OSError:
+        launched_by_accelerate = False
+    if not launched_by_accelerate:
+        os._exit(1)
+
+
+die_with_the_launcher()  # before the imports below, which take seconds
+
+import accelerate  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from accelerate import Accelerator  # noqa: E402
+from accelerate.state import AcceleratorState, GradientState, PartialState  # noqa: E402
 
 
 def world_state():

@@ -1,0 +1,112 @@
+"""The harness under faults: whichever way a run ends, no process of it is left (checked by process
+group, since the launcher and each rank lead groups of their own), and snippets run in a scratch folder."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.test_harness import processes_under, verdict_of
+from verify.pages import ROOT
+from verify.reaper import kill_groups
+
+HARNESS = textwrap.dedent("""
+    import pathlib, sys
+    from verify.pages import Claim, Proof
+    from verify.runner import LaunchSettings
+    from verify.session import verify_proofs
+
+    snippets, work = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    proof = Proof(page="p", snippet="sleeps.py", snippets_dir=snippets, claims={"never": Claim(says="x")})
+    verdicts = verify_proofs([proof], LaunchSettings(num_processes=2, use_cpu=True), work, "grouped", None)
+    print(next(iter(verdicts.values())).reason, flush=True)
+""")
+
+
+def alive_in_groups(groups) -> list:
+    found = []
+    for process in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(process.pid) in groups and process.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except ProcessLookupError:
+            pass
+    return found
+
+
+def launchers_of(harness: subprocess.Popen) -> list:
+    try:
+        children = psutil.Process(harness.pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    return [child for child in children if "accelerate.commands.launch" in " ".join(child.cmdline())]
+
+
+def wait_for(what, seconds=120.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = what()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def harness(tmp_path):
+    """A harness process running one snippet that sleeps; whatever the test does, everything dies after."""
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "sleeps.py").write_text("import time\ntime.sleep(120)\n")
+    work = tmp_path / "work"
+    process = subprocess.Popen([sys.executable, "-c", HARNESS, str(tmp_path / "snippets"), str(work)], cwd=ROOT,
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    seen: list = []
+    yield process, work, seen
+    process.kill()
+    process.wait()
+    kill_groups(seen + processes_under(work))  # clean up what a failing run left
+
+
+def test_sigterm_to_the_harness_kills_the_launcher_and_every_rank(harness):
+    process, work, seen = harness
+    (launcher,) = wait_for(lambda: launchers_of(process))
+    # both ranks are inside the snippet (they wrote their status lines)
+    wait_for(lambda: len([p for p in work.rglob("rank*.status.jsonl") if '"start"' in p.read_text()]) == 2)
+    ranks = launcher.children(recursive=True)
+    seen += [launcher, *ranks]
+    groups = {os.getpgid(p.pid) for p in seen}
+    assert len(groups) >= 3  # the launcher's session and one per rank (torch starts each rank in its own)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+    time.sleep(0.5)
+    assert alive_in_groups(groups) == [] and processes_under(work) == []
+
+
+def test_a_launcher_killed_at_startup_takes_its_ranks_with_it(harness):
+    process, work, seen = harness
+    (launcher,) = wait_for(lambda: launchers_of(process))
+    ranks = wait_for(lambda: len(launcher.children()) >= 2 and launcher.children())  # started, not yet ready
+    seen += [launcher, *ranks]
+    groups = {os.getpgid(p.pid) for p in ranks}
+    launcher.kill()  # its ranks re-parent; before, they waited in their rendezvous for a minute
+    out, _ = process.communicate(timeout=60)
+    assert "launch_failed" in out or "crashed" in out, out
+    time.sleep(0.5)
+    assert alive_in_groups(groups) == [] and processes_under(work) == []
+
+
+def test_snippets_write_into_a_scratch_folder_not_the_checkout(grouped):
+    assert verdict_of(grouped[0], "broken", "runs_in_scratch").passed
+    strays = ["stray-file-from-a-snippet-rank0.txt", "stray-file-from-a-snippet-rank1.txt"]
+    leaked = [ROOT / name for name in strays if (ROOT / name).exists()] + [
+        Path.cwd() / name for name in strays if (Path.cwd() / name).exists()]  # fmt: skip
+    for path in leaked:
+        path.unlink()
+    assert leaked == []
+    assert sorted(path.name for path in grouped[1].rglob("stray-file-*")) == strays
