@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 
 import pytest
 
-from verify.labs import LabProof, load_labs, verify_labs
+from verify.labs import load_labs
 from verify.pages import ROOT, all_proofs, load_pages
 from verify.run_dirs import fresh_run_dir
 from verify.runner import LaunchSettings
-from verify.session import verify_proofs
+from verify.session import verify_all
 
 
 def pytest_addoption(parser):
@@ -59,18 +58,10 @@ def verdicts(request):
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
-    labs = [proof for proof in proofs if isinstance(proof, LabProof)]
-    proofs = [proof for proof in proofs if not isinstance(proof, LabProof)]
-    # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
-    # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        reuse = request.config.getoption("reuse_evidence")
-        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", reuse_evidence=reuse)
-        verdicts = verify_proofs(
-            proofs, settings, work_dir, request.config.getoption("launch_mode"),
-            reuse_evidence=reuse,
-        )  # fmt: skip
-        return {**verdicts, **lab_verdicts.result()}
+    return verify_all(
+        proofs, settings, work_dir, request.config.getoption("launch_mode"),
+        reuse_evidence=request.config.getoption("reuse_evidence"),
+    )  # fmt: skip
 
 
 @pytest.fixture

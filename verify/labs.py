@@ -15,19 +15,18 @@ import datetime
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify import evidence
+from verify import evidence, reaper, schema
 from verify.judge import Verdict, judge
-from verify import schema
 from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, claim_from, validated
 from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
 
 LABS_DIR = ROOT / "docs" / "labs"
 EXECUTED_DIR = Path(os.environ.get("VERIFY_LABS_DIR", ROOT / ".verify" / "labs"))
-CELL_TIMEOUT_S = 180
 SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
          "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "PROOF_REPORT_FILE")  # fmt: skip
 
@@ -106,6 +105,13 @@ def failing_cell(notebook) -> str | None:
     return None
 
 
+def cell_named(notebook, number: int | None) -> str:
+    if number is None:
+        return "no cell (the kernel was starting)"
+    first = next((line for line in notebook.cells[number - 1].source.splitlines() if line.strip()), "")
+    return f"cell {number} ({first.strip()[:80]!r})"
+
+
 def kill_kernel_tree(client) -> None:
     """The kernel and whatever it forked (notebook_launcher's workers): nothing may outlive a lab."""
     try:
@@ -124,25 +130,46 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
     work_dir.mkdir(parents=True, exist_ok=True)
     report_file = str(work_dir / f"{proof.name}.rank{{rank}}.claims.jsonl")
     notebook = jupytext.read(proof.path)
+    running = {"cell": None}  # the cell being executed: named when the lab hangs or its kernel dies
+    # `timeout` is the lab's whole budget from its first cell on (as a snippet's runs from when its ranks
+    # are ready): nbclient's own limit is per cell only.
+    deadline = threading.Timer(proof.timeout, lambda: kill_kernel_tree(client))
+
+    def cell_starts(cell, cell_index):
+        running["cell"] = cell_index + 1
+        if not deadline.is_alive() and not deadline.finished.is_set():
+            deadline.start()
+
     client = NotebookClient(
-        notebook, timeout=min(CELL_TIMEOUT_S, proof.timeout), kernel_name="python3", allow_errors=False,
+        notebook, timeout=proof.timeout, kernel_name="python3", allow_errors=False,
         resources={"metadata": {"path": str(work_dir)}},  # the kernel's working directory
+        on_cell_start=cell_starts,
     )  # fmt: skip
     started = time.monotonic()
     status, problem = "finished", None
     cell_seconds = []
     try:
-        client.execute(env=kernel_environment(report_file))
-    except CellTimeoutError as error:
+        with reaper.tracked(lambda: kill_kernel_tree(client)):
+            client.execute(env=kernel_environment(report_file))
+    except CellTimeoutError:
         status = "hung"
-        problem = f"lab {proof.snippet}: a cell ran past {client.timeout:.0f} s: {str(error)[:400]}"
+        problem = f"lab {proof.snippet}: {cell_named(notebook, running['cell'])} ran past {proof.timeout:.0f} s"
     except CellExecutionError:
         status = "crashed"
         problem = f"lab {proof.snippet}: {failing_cell(notebook) or 'a cell raised'}"
-    except DeadKernelError as error:
-        status, problem = "crashed", f"lab {proof.snippet}: the kernel died: {error}"
+    except (DeadKernelError, RuntimeError) as error:  # RuntimeError: it died before replying to kernel_info
+        if deadline.finished.is_set() and not reaper.stopping.is_set():
+            status = "hung"
+            problem = (f"lab {proof.snippet}: did not finish within {proof.timeout:.0f} s; "
+                       f"{cell_named(notebook, running['cell'])} was running and was stopped")  # fmt: skip
+        else:
+            status = "crashed"
+            problem = f"lab {proof.snippet}: the kernel died in {cell_named(notebook, running['cell'])}: {error}"
     finally:
+        deadline.cancel()
         kill_kernel_tree(client)
+    if reaper.stopping.is_set():  # interrupted: what the lab did so far proves nothing, so write nothing
+        raise KeyboardInterrupt(f"lab {proof.snippet} stopped; no evidence written")
     seconds = time.monotonic() - started
     for number, cell in enumerate(notebook.cells, start=1):  # nbclient records when each cell ran
         timing = cell.get("metadata", {}).get("execution", {})
@@ -159,12 +186,16 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
     reports = []
     for claims_file in sorted(work_dir.glob(f"{proof.name}.rank*.claims.jsonl")):
         reports += [json.loads(line) for line in claims_file.read_text().splitlines() if line.strip()]
-    info = {"mode": "lab", "command": f"nbclient {proof.path.relative_to(ROOT)}", "lab_seconds": round(seconds, 2),
+    shown = proof.path.relative_to(ROOT) if proof.path.is_relative_to(ROOT) else proof.path
+    info = {"mode": "lab", "command": f"nbclient {shown}", "lab_seconds": round(seconds, 2),
             "cell_seconds": cell_seconds}
     if status != "finished":
         return SnippetRun(proof.name, str(proof.path), status, {}, problem, None, info)
     worlds = [report.get("details", {}).get("world") for report in reports]
-    if not reports or any(not isinstance(world, list) or not world for world in worlds):
+    if not reports:
+        problem = f"lab {proof.snippet}: every cell ran, but no cell reported a claim (through _claims)"
+        return SnippetRun(proof.name, str(proof.path), "not reported", {}, problem, None, info)
+    if any(not isinstance(world, list) or not world for world in worlds):
         problem = f"lab {proof.snippet}: every claim must report world=[what each worker saw]; got {worlds}"
         return SnippetRun(proof.name, str(proof.path), "crashed", {}, problem, None, info)
     ranks = {}
@@ -199,7 +230,7 @@ def verify_labs(
             continue
         run = run_lab(proof, work_dir / proof.name, executed_dir)
         proof_verdicts = judge(proof, run, settings)
-        if evidence_dir is not None:
+        if evidence_dir is not None and not reaper.stopping.is_set():
             evidence.write(evidence.record(proof, run, proof_verdicts, settings), evidence_dir)
         for verdict in proof_verdicts:
             verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 from pathlib import Path
 
-from verify import evidence
+from verify import evidence, reaper
 from verify.judge import Verdict, judge
 from verify.pages import Proof
 from verify.runner import LaunchSettings, SnippetSpec, run_snippets
@@ -78,8 +79,27 @@ def verify_proofs(
         launch = settings_for(proof, settings)
         run = runs.get(proof.name)
         proof_verdicts = judge(proof, run, launch)
-        if evidence_dir is not None and proof.path.exists():
+        if evidence_dir is not None and proof.path.exists() and not reaper.stopping.is_set():
             evidence.write(evidence.record(proof, run, proof_verdicts, launch), evidence_dir)
         for verdict in proof_verdicts:
             verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
     return verdicts
+
+
+def verify_all(
+    proofs: list, settings: LaunchSettings, work_dir: Path, mode: str = "grouped", reuse_evidence: bool = False,
+    evidence_dir: Path | None = evidence.EVIDENCE_DIR, executed_dir: Path | None = None,
+) -> dict[tuple[str, str, str], Verdict]:  # fmt: skip
+    """Snippets and labs (verify/labs.py) together. SIGTERM, SIGHUP or Ctrl-C stop both at once: every
+    launch and kernel is killed and nothing is recorded for what was cut short (verify/reaper.py)."""
+    from verify.labs import EXECUTED_DIR, LabProof, verify_labs
+
+    labs = [proof for proof in proofs if isinstance(proof, LabProof)]
+    proofs = [proof for proof in proofs if not isinstance(proof, LabProof)]
+    with reaper.stop_on_signals(), concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
+        # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
+        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", evidence_dir,
+                                   executed_dir or EXECUTED_DIR, reuse_evidence)  # fmt: skip
+        verdicts = verify_proofs(proofs, settings, work_dir, mode, evidence_dir, reuse_evidence)
+        return {**verdicts, **lab_verdicts.result()}
