@@ -2,6 +2,7 @@
 group, since the launcher and each rank lead groups of their own), and snippets run in a scratch folder."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.conftest import BROKEN
 from tests.test_harness import processes_under, verdict_of
 from verify.pages import ROOT
 from verify.reaper import kill_groups
@@ -110,3 +112,62 @@ def test_snippets_write_into_a_scratch_folder_not_the_checkout(grouped):
         path.unlink()
     assert leaked == []
     assert sorted(path.name for path in grouped[1].rglob("stray-file-*")) == strays
+
+
+RUNAWAYS = {
+    "prints_a_lot.py": "import _claims\nprint('x' * 5_000_000)\n"
+                       "_claims.equal('printed', measured=1.0, control=0.0, expected=1.0)\n",
+    # grows by 1 GB/s on rank 0, up to 3 GB (so that a harness without a guard does not take the machine)
+    "eats_memory.py": "import os, time\nheld = []\nwhile True:\n    if os.environ['RANK'] == '0' and len(held) < 60:\n"
+                      "        held.append(bytearray(b'x') * 50_000_000)\n    time.sleep(0.05)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def runaways(tmp_path_factory):
+    """One grouped launch: a snippet printing 5 MB, then one eating memory."""
+    from verify.pages import Claim, Proof
+    from verify.runner import LaunchSettings
+    from verify.session import verify_proofs
+
+    snippets = tmp_path_factory.mktemp("snippets")
+    shutil.copy(BROKEN / "snippets" / "_claims.py", snippets / "_claims.py")
+    proofs = []
+    for name, code in RUNAWAYS.items():
+        (snippets / name).write_text(code)
+        claim = "printed" if name == "prints_a_lot.py" else "never"
+        proofs.append(Proof(page="p", snippet=name, snippets_dir=snippets, timeout=20,
+                            claims={f"{claim}_{name[:-3]}" if claim == "never" else claim: Claim(says="x")}))
+    work = tmp_path_factory.mktemp("work")
+    settings = LaunchSettings(num_processes=2, use_cpu=True, memory_limit_mb=1500)
+    verdicts = verify_proofs(proofs, settings, work, "grouped", None)
+    yield {claim: verdict for (_, _, claim), verdict in verdicts.items()}, work
+    assert processes_under(work) == []
+
+
+def test_a_snippets_output_is_capped_and_says_so(runaways):
+    verdicts, work = runaways
+    assert verdicts["printed"].passed, verdicts["printed"].reason
+    logs = list(work.rglob("prints_a_lot.rank*.log"))
+    assert len(logs) == 2 and all(log.stat().st_size < 1_100_000 for log in logs)  # before: 5 MB each
+    assert all("[output cut: " in log.read_text() for log in logs)
+
+
+def test_a_killed_rank_is_named_in_the_verdict(tmp_path):
+    # torch's elastic agent writes this summary to the launch log (torch/distributed/elastic/multiprocessing/
+    # errors/__init__.py, _FAILURE_FORMAT_TEMPLATE); a real launch would cost ~10 s for the same text.
+    from verify.runner import Launch, LaunchSettings, Launchers, RankOutcome, SnippetSpec
+
+    launch = Launch([SnippetSpec("s", "s.py", 10)], LaunchSettings(num_processes=2, use_cpu=True), tmp_path, "grouped")
+    launch.log_path.write_text(
+        "[0]:\n  time      : 2026-12-01_00:00:00\n  host      : box\n  rank      : 1 (local_rank: 1)\n"
+        "  exitcode  : -9 (pid: 4242)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 4242\n"
+    )
+    ranks = {0: RankOutcome(rank=0), 1: RankOutcome(rank=1)}
+    text = launch.crash_story(ranks, Launchers([]))
+    assert "rank 1 was killed by SIGKILL while in this snippet" in text, text
+
+
+def test_a_rank_past_the_memory_limit_is_stopped_and_named(runaways):
+    text = runaways[0]["never_eats_memory"].reason
+    assert "rank 0 ran out of memory (limit 1500 MiB per rank)" in text, text

@@ -43,8 +43,11 @@ def lab_verdicts(tmp_path_factory):
         read_lab(write_lab(folder, "slow_cells", 3, ["import time\ntime.sleep(2)"] * 3)),
         read_lab(write_lab(folder, "reports_nothing", 30, ["x = 1"])),
         read_lab(write_lab(folder, "kernel_dies", 30, ["x = 1", "import os\nos._exit(3)"])),
+        read_lab(write_lab(folder, "prints_a_lot", 30, ["print('x' * 3_000_000)"])),
     ]
-    return verify_labs(labs, tmp_path_factory.mktemp("work"), evidence_dir=None, executed_dir=None)
+    executed = tmp_path_factory.mktemp("executed")
+    verdicts = verify_labs(labs, tmp_path_factory.mktemp("work"), evidence_dir=None, executed_dir=executed)
+    return {**verdicts, "executed": executed}
 
 
 def reason(verdicts, lab):
@@ -103,3 +106,9 @@ def test_ctrl_c_stops_a_lab_at_once_and_records_nothing(tmp_path):
         run.kill()
         run.wait()
         kill_groups(kernels)
+
+
+def test_a_labs_output_is_capped_in_the_executed_notebook(lab_verdicts):
+    notebook = lab_verdicts["executed"] / "prints_a_lot.ipynb"
+    assert notebook.stat().st_size < 300_000  # before: the whole 3 MB went into the notebook and the page
+    assert "[output cut: " in notebook.read_text()

@@ -8,7 +8,7 @@ import pytest
 from verify.labs import load_labs
 from verify.pages import ROOT, all_proofs, load_pages
 from verify.run_dirs import fresh_run_dir
-from verify.runner import LaunchSettings
+from verify.runner import MEMORY_LIMIT_MB, LaunchSettings
 from verify.session import verify_all
 
 
@@ -20,6 +20,10 @@ def pytest_addoption(parser):
         help="nodes: with 2, two `accelerate launch` processes (machine ranks 0 and 1) meet on 127.0.0.1",
     )  # fmt: skip
     group.addoption("--accelerate-config", default=None, help="an accelerate config file for the launches")
+    group.addoption(
+        "--memory-limit-mb", type=int, default=MEMORY_LIMIT_MB,
+        help=f"resident memory per rank (its forks included) past which a proof is stopped (default {MEMORY_LIMIT_MB})",
+    )  # fmt: skip
     group.addoption(
         "--reuse-evidence", action="store_true",
         help="skip proofs whose snippet, claims, versions, launch and harness are unchanged since they last passed",
@@ -33,7 +37,8 @@ def pytest_addoption(parser):
 def launch_settings(config) -> LaunchSettings:
     nodes = config.getoption("nnodes")
     return LaunchSettings(
-        num_processes=config.getoption("nproc") * nodes, num_machines=nodes, config_file=config.getoption("accelerate_config")
+        num_processes=config.getoption("nproc") * nodes, num_machines=nodes, config_file=config.getoption("accelerate_config"),
+        memory_limit_mb=config.getoption("memory_limit_mb"),
     )
 
 

@@ -48,6 +48,7 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
         "launch": [settings.num_processes, settings.num_machines, settings.expected_backend, settings.config_file,
                    list(settings.extra_args)],
         "accelerate_config": file_digest(settings.config_file),
+        "memory_limit_mb": settings.memory_limit_mb,
         "requires": proof.requires,
     }  # fmt: skip
     digest.update(json.dumps(declared, sort_keys=True).encode())

@@ -105,6 +105,21 @@ def failing_cell(notebook) -> str | None:
     return None
 
 
+CELL_OUTPUT_LIMIT = 100_000  # characters of one output kept in the executed notebook (the site shows it)
+
+
+def cap_outputs(notebook, limit: int = CELL_OUTPUT_LIMIT) -> None:
+    """Keep the first `limit` characters of each output's text, and say that the rest was cut."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            texts = [("text", output)] if "text" in output else []
+            texts += [(kind, output["data"]) for kind in ("text/plain", "text/html") if kind in output.get("data", {})]
+            for key, holder in texts:
+                text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
+                if len(text) > limit:
+                    holder[key] = text[:limit] + f"\n[output cut: {len(text) - limit} more characters were not kept]\n"
+
+
 def cell_named(notebook, number: int | None) -> str:
     if number is None:
         return "no cell (the kernel was starting)"
@@ -179,6 +194,7 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
             cell_seconds.append([number, round(took.total_seconds(), 2)])
     if executed_dir is not None:
         executed_dir.mkdir(parents=True, exist_ok=True)
+        cap_outputs(notebook)
         notebook.metadata["verify"] = {"status": status, "problem": problem, "seconds": round(seconds, 2),
                                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
         nbformat.write(notebook, executed_dir / f"{proof.name}.ipynb")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -27,6 +28,10 @@ WORKER = Path(__file__).resolve().parent / "worker.py"
 STARTUP_TIMEOUT_S = 180.0
 POLL_S = 0.1
 STACK_DUMP_WAIT_S = 1.5
+MEMORY_POLL_S = 0.25
+# Per rank, its forks included. A runaway snippet stops here instead of taking the machine with it;
+# `pytest verify --memory-limit-mb` changes it.
+MEMORY_LIMIT_MB = 4096
 
 
 def cuda_device_count() -> int:
@@ -46,6 +51,7 @@ class LaunchSettings:
     extra_args: tuple = ()  # raw `accelerate launch` arguments, e.g. ("--cpu",) to show what that starts
     use_cpu: bool | None = None  # None: CPU unless there is one GPU per process
     startup_timeout: float = STARTUP_TIMEOUT_S
+    memory_limit_mb: int | None = MEMORY_LIMIT_MB  # per rank; None: no limit
 
     def __post_init__(self):
         if self.use_cpu is None:
@@ -204,6 +210,36 @@ def kill_tree(process: Launchers, extra_pids=()) -> None:
         pass
 
 
+class MemoryWatch:
+    """Each rank's resident memory (its forks included), sampled while a snippet runs, against a limit."""
+
+    def __init__(self, limit_mb: int | None):
+        self.limit_mb, self.peak_mb, self.next_look = limit_mb, 0.0, 0.0
+
+    def take_peak(self) -> int:
+        peak, self.peak_mb = self.peak_mb, 0.0
+        return round(peak)
+
+    def over_limit(self, events: dict) -> str | None:
+        """What to report when a rank holds more than the limit, else None."""
+        if time.monotonic() < self.next_look:
+            return None
+        self.next_look = time.monotonic() + MEMORY_POLL_S
+        for rank, rank_events in sorted(events.items()):
+            if not rank_events:
+                continue
+            try:
+                process = psutil.Process(rank_events[0]["pid"])
+                used = sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20
+            except psutil.Error:
+                continue
+            self.peak_mb = max(self.peak_mb, used)
+            if self.limit_mb is not None and used > self.limit_mb:
+                return (f"rank {rank} ran out of memory (limit {self.limit_mb} MiB per rank): it held {used:.0f} MiB "
+                        "when it was stopped; all its processes were killed")  # fmt: skip
+        return None
+
+
 class Launch:
     """One `accelerate launch` of the worker over a batch of snippets."""
 
@@ -278,6 +314,7 @@ class Launch:
 
     def watch(self, process: Launchers, results: dict, launched: float):
         index, clock_from = 0, None  # the snippet being watched and when its time limit started
+        memory = MemoryWatch(self.settings.memory_limit_mb)
         try:
             while index < len(self.batch):
                 spec = self.batch[index]
@@ -298,9 +335,16 @@ class Launch:
                 if events and len(ends) == len(events) and all(e["ok"] for e in ends.values()) and not failed:
                     ranks = self.outcome(spec, events)
                     seconds = max(o.seconds for o in ranks.values())
+                    info["peak_rss_mib"] = memory.take_peak()
                     results[spec.name] = SnippetRun(spec.name, spec.path, "finished", ranks, None, seconds, info)
                     index, clock_from = index + 1, time.monotonic()
                     continue
+                too_big = memory.over_limit(events)
+                if too_big:
+                    kill_tree(process, self.rank_pids())
+                    ranks = self.outcome(spec, read_events(self.run_dir))
+                    results[spec.name] = SnippetRun(spec.name, spec.path, "crashed", ranks, too_big, None, info)
+                    return results, self.batch[index + 1 :]
                 if failed or (exited and started):
                     time.sleep(0.5 if not exited else 0)  # let a dying launcher finish writing
                     kill_tree(process, self.rank_pids())
@@ -356,11 +400,28 @@ class Launch:
                 lines.append(f"after that, rank {outcome.rank} failed too: {last_line}")
         if not lines:
             lines.append(f"a rank exited without a Python traceback (launcher exit code {process.returncode})")
+            lines += self.killed_ranks(ranks)
             for faults in sorted(self.run_dir.glob("rank*.faults")):
                 if faults.stat().st_size:
                     lines.append(f"{faults.name}:\n{read_text(faults, 4000)}")
             lines.append(f"launch log:\n{read_text(self.log_path, 4000)}")
         return "\n".join(lines)
+
+    def killed_ranks(self, ranks: dict) -> list[str]:
+        """'rank N died from SIGKILL' for each rank the launcher's error summary says a signal ended."""
+        found = []
+        summary = read_text(self.log_path, 200000)
+        for rank, code in re.findall(r"rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", summary, re.S):
+            unfinished = int(rank) in ranks and not ranks[int(rank)].finished
+            if int(code) < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-int(code)).name}"
+                except ValueError:
+                    how = f"ended by signal {-int(code)}"
+                found.append(f"rank {rank} {how}" + (" while in this snippet" if unfinished else ""))
+            elif unfinished:
+                found.append(f"rank {rank} exited with code {code} while in this snippet")
+        return found
 
     def hang_story(self, spec: SnippetSpec, ranks: dict) -> str:
         waiting = sorted(rank for rank, outcome in ranks.items() if not outcome.finished)

@@ -46,6 +46,35 @@ from accelerate import Accelerator  # noqa: E402
 from accelerate.state import AcceleratorState, GradientState, PartialState  # noqa: E402
 
 
+LOG_LIMIT_BYTES = 1_000_000  # per snippet and rank: a snippet printing 50 MB keeps its first megabyte
+
+
+class CappedLog:
+    """A text log that keeps the first `limit` characters and then one line saying how much was cut."""
+
+    def __init__(self, path, limit=LOG_LIMIT_BYTES):
+        self.file, self.limit, self.written, self.cut = open(path, "w"), limit, 0, 0
+
+    def write(self, text):
+        room = self.limit - self.written
+        if room > 0:
+            self.file.write(text[:room])
+        self.written += min(len(text), max(room, 0))
+        self.cut += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def flush(self):
+        self.file.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.cut:
+            self.file.write(f"\n[output cut: {self.cut} more characters after the first {self.limit} were not kept]\n")
+        self.file.close()
+
+
 def world_state():
     """What the snippet really ran with, as Accelerate and torch.distributed each see it."""
     seen = {"torch_world_size": None, "torch_rank": None, "backend": None}
@@ -140,7 +169,7 @@ def main(manifest_path):
         started = time.perf_counter()
         sys.argv = [path]
         try:
-            with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            with CappedLog(log_path) as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 try:
                     runpy.run_path(path, run_name="__main__")
                 except SystemExit as exit_request:
