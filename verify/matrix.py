@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from verify.evidence import read as read_evidence
 from verify.pages import Claim
@@ -149,9 +149,17 @@ def main(argv=None) -> int:
         run_release(args.releases[0], args.selection, args.nproc, args.pinned, args.everything)
         return 0
 
-    failures = 0
+    not_releases = [release for release in args.releases if not is_release(release)]
+    if not_releases:  # checked before anything runs: a typo must not cost the releases before it
+        parser.error(f"not release numbers: {', '.join(not_releases)} (e.g. 1.15.0)")
+
+    failures, broken = 0, []
     for release in args.releases:
-        folder = release_dir(release)
+        try:
+            folder = release_dir(release)
+        except subprocess.CalledProcessError as error:
+            broken.append(f"accelerate {release}: could not be installed ({error})")
+            continue
         env = dict(os.environ)
         if folder is not None:
             env["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -162,8 +170,13 @@ def main(argv=None) -> int:
             command.append("--pinned")
         if args.everything:
             command.append("--all")
-        subprocess.run(command, env=env, cwd=ROOT, check=True)
-        rows = json.loads((MATRIX_DIR / release / "matrix.json").read_text())["claims"]
+        summary = MATRIX_DIR / release / "matrix.json"
+        summary.unlink(missing_ok=True)  # a summary left by an earlier run must not stand for this one
+        finished = subprocess.run(command, env=env, cwd=ROOT).returncode
+        if finished != 0 or not summary.exists():  # one failing release does not stop the others
+            broken.append(f"accelerate {release}: its run failed (exit code {finished}); see the output above")
+            continue
+        rows = json.loads(summary.read_text())["claims"]
         counts = {kind: sum(row["outcome"] == kind for row in rows) for kind in ("holds", "fails", "cannot run")}
         wrong = [row for row in rows if row["verdict"] not in ("agrees", "shown")]
         ranged = sum(row["since"] is not None or row["until"] is not None for row in rows)
@@ -175,7 +188,19 @@ def main(argv=None) -> int:
             print(f"  MISMATCH {row['page']}::{row['claim']} ({row['snippet']}, since {row['since']}, "
                   f"until {row['until']}): {row['verdict']}")  # fmt: skip
         failures += len(wrong)
-    return 1 if failures else 0
+    if broken:
+        print(f"{len(broken)} of {len(args.releases)} release(s) did not run to the end:")
+        for line in broken:
+            print(f"  {line}")
+    return 1 if failures or broken else 0
+
+
+def is_release(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 if __name__ == "__main__":
