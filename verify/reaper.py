@@ -23,11 +23,17 @@ _numbers = itertools.count()
 _lock = threading.Lock()
 
 
-def kill_groups(processes, groups=()) -> None:
+def kill_groups(processes, groups: dict | None = None) -> None:
     """SIGKILL these processes (psutil.Process objects or pids), every process below them, every process
-    group any of them leads, and the given groups (a rank's own forks live in its group); wait until gone.
-    psutil.Process objects remember their start time, so a pid reused since is not touched."""
-    victims, groups = {}, set(groups)
+    group any of them leads, and the given groups, {group id: its leader when first seen} (a rank's own
+    forks live in its group, and outlive the rank); wait until gone. psutil.Process objects remember
+    their start time, so a pid reused since, or a group led by a reused pid, is not touched."""
+    victims, leaders = {}, dict(groups or {})
+    for group, leader in list(leaders.items()):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if psutil.Process(group) != leader:  # the pid now belongs to another process: not our group
+                del leaders[group]
+    groups = set(leaders)
     for item in processes:
         try:
             process = item if isinstance(item, psutil.Process) else psutil.Process(item)

@@ -158,16 +158,18 @@ class Launchers:
         # Every process and group ever seen under a launcher: if the launcher dies, its ranks re-parent
         # and no longer show as its children, but they must die with the launch.
         self.seen: dict[int, psutil.Process] = {}
-        self.groups: set[int] = set()
+        self.groups: dict[int, psutil.Process] = {}  # group id -> its leader, as first seen
 
     def watch(self) -> None:
         for pid in self.processes_alive():  # not yet reaped, so the pid is still this launcher's
             with contextlib.suppress(psutil.NoSuchProcess):
-                for child in psutil.Process(pid).children(recursive=True):
+                launcher = psutil.Process(pid)
+                self.groups.setdefault(pid, launcher)  # each launcher leads its own session
+                for child in launcher.children(recursive=True):
                     self.seen.setdefault(child.pid, child)
                     with contextlib.suppress(ProcessLookupError):
-                        self.groups.add(os.getpgid(child.pid))
-        self.groups.update(self.pids)  # each launcher leads its own session
+                        if os.getpgid(child.pid) == child.pid:  # a rank: torch starts each in its own session
+                            self.groups.setdefault(child.pid, child)
 
     def poll(self):
         """None while every launcher runs; else the first exit code seen (a failed machine ends the run)."""
@@ -298,6 +300,7 @@ class Launch:
                             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=self.settings.environment(), start_new_session=True, cwd=scratch,
                         ))  # fmt: skip
+                        process.watch()  # its group is known from the start, whatever happens next
                 return self.watch(process, results, launched)
             finally:  # every way out: done, failed, interrupted, SIGTERM
                 kill_tree(process, self.rank_pids())
