@@ -40,3 +40,19 @@ def test_a_labs_fingerprint_covers_the_judges_claims_module(tmp_path, monkeypatc
     before = evidence.fingerprint(lab, SETTINGS)
     (snippets / "_claims.py").write_text((snippets / "_claims.py").read_text() + "\nTOLERANCE_CHANGED = True\n")
     assert evidence.fingerprint(lab, SETTINGS) != before
+
+
+def test_the_site_can_tell_evidence_made_by_other_code(tmp_path):
+    # For the evidence box (the site helper's part): evidence.matches_code(found, proof) needs no settings.
+    from verify.judge import judge
+
+    snippets = tmp_path / "snippets"
+    snippets.mkdir()
+    for name in ("passing_claim.py", "_claims.py"):
+        shutil.copy(BROKEN / "snippets" / name, snippets / name)
+    proof = dataclasses.replace(PROOF, snippets_dir=snippets)
+    found = evidence.record(proof, None, judge(proof, None, SETTINGS), SETTINGS)
+    assert evidence.matches_code(found, proof)
+    (snippets / "passing_claim.py").write_text((snippets / "passing_claim.py").read_text() + "\n# edited\n")
+    assert not evidence.matches_code(found, proof)
+    assert not evidence.matches_code({**found, "asked": {}}, proof)  # evidence from before it was recorded

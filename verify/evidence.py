@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from verify.pages import ROOT, SNIPPETS_DIR, Proof
-from verify.runner import LaunchSettings, SnippetRun
+from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
 
@@ -79,6 +79,21 @@ def matches_claims(found: dict, declared: dict) -> bool:
     )
 
 
+def matches_code(found: dict, proof: Proof) -> bool:
+    """Whether this evidence was made by the code and inputs there are now (same fingerprint, under the
+    launch it records): False once the snippet, its helpers, the claims or the harness changed since.
+    For the site, which has no launch settings of its own."""
+    asked = found.get("asked") or {}
+    if not found.get("fingerprint") or not proof.path.exists() or "num_processes" not in asked:
+        return False
+    settings = LaunchSettings(
+        num_processes=asked["num_processes"], num_machines=asked.get("num_machines", 1),
+        config_file=asked.get("config_file"), extra_args=tuple(asked.get("extra_args") or ()),
+        use_cpu=asked.get("backend") != "nccl", memory_limit_mb=asked.get("memory_limit_mb", MEMORY_LIMIT_MB),
+    )  # fmt: skip
+    return found["fingerprint"] == fingerprint(proof, settings)
+
+
 def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     """The latest evidence of this proof if nothing it depends on has changed since, and every claim held."""
     found = read(proof.snippet, evidence_dir) if proof.path.exists() else None
@@ -117,6 +132,9 @@ def record(proof: Proof, run: SnippetRun | None, verdicts: list, settings: Launc
             "num_processes": settings.num_processes,
             "num_machines": settings.num_machines,
             "backend": settings.expected_backend,
+            "config_file": settings.config_file,
+            "extra_args": list(settings.extra_args),
+            "memory_limit_mb": settings.memory_limit_mb,
         },
         "world_size": len(ranks),
         "backend": first.get("backend"),
