@@ -22,6 +22,7 @@ import importlib.metadata
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -172,7 +173,10 @@ def main(argv=None) -> int:
             command.append("--all")
         summary = MATRIX_DIR / release / "matrix.json"
         summary.unlink(missing_ok=True)  # a summary left by an earlier run must not stand for this one
-        finished = subprocess.run(command, env=env, cwd=ROOT).returncode
+        finished, stopped = run_child(command, env)
+        if stopped:
+            broken.append(f"accelerate {release}: stopped by a signal; the releases after it were not run")
+            break
         if finished != 0 or not summary.exists():  # one failing release does not stop the others
             broken.append(f"accelerate {release}: its run failed (exit code {finished}); see the output above")
             continue
@@ -193,6 +197,24 @@ def main(argv=None) -> int:
         for line in broken:
             print(f"  {line}")
     return 1 if failures or broken else 0
+
+
+def run_child(command: list, env: dict) -> tuple[int, bool]:
+    """One release's run in a process of its own: (exit code, whether a signal stopped it). SIGTERM or
+    SIGHUP sent to this process is passed on, so that the child kills its launches before it ends."""
+    child = subprocess.Popen(command, env=env, cwd=ROOT)
+    stopped = []
+
+    def pass_on(signum, frame):
+        stopped.append(signum)
+        child.send_signal(signal.SIGTERM)
+
+    previous = {signum: signal.signal(signum, pass_on) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return child.wait(), bool(stopped)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def is_release(text: str) -> bool:
