@@ -8,7 +8,9 @@ from verify.pages import Claim, Proof
 
 def write_evidence(folder, snippet, status, claims):
     folder.mkdir(parents=True, exist_ok=True)
-    records = [{"id": cid, "passed": passed, "reason": reason} for cid, passed, reason in claims]
+    # a finished run's verdicts were judged on measured values (evidence records it as by_value)
+    records = [{"id": cid, "passed": passed, "reason": reason, "by_value": status == "finished"}
+               for cid, passed, reason in claims]  # fmt: skip
     (folder / f"{snippet[:-3]}.json").write_text(json.dumps({"status": status, "claims": records}))
 
 
@@ -53,3 +55,37 @@ def test_a_proof_using_an_api_the_release_lacks_cannot_run_and_a_dead_launch_is_
     write_evidence(tmp_path / "0.34.2", "s.py", "launch_failed", [("new_api", False, "ModuleNotFoundError: x")])
     (row,) = judge_release("0.34.2", [proof], tmp_path / "0.34.2")
     assert row["verdict"] == "launch failed"
+
+
+def test_the_matrix_checks_every_release_before_running_any(monkeypatch, capsys):
+    import pytest
+
+    from verify import matrix
+
+    ran = []
+    monkeypatch.setattr(matrix, "release_dir", lambda release: ran.append(release))
+    with pytest.raises(SystemExit) as stopped:
+        matrix.main(["1.15.0", "abc"])  # before: 1.15.0 ran, then a traceback on abc
+    assert stopped.value.code == 2 and ran == []
+    assert "not release numbers: abc" in capsys.readouterr().err
+
+
+def test_one_failing_release_does_not_stop_the_others_and_all_are_summarised(monkeypatch, tmp_path, capsys):
+    from verify import matrix
+
+    monkeypatch.setattr(matrix, "MATRIX_DIR", tmp_path)
+    monkeypatch.setattr(matrix, "release_dir", lambda release: None)
+
+    def child(command, env):
+        release = command[3]
+        if release == "1.8.1":
+            return 1, False  # this release's run fails
+        (tmp_path / release).mkdir(parents=True, exist_ok=True)
+        (tmp_path / release / "matrix.json").write_text(json.dumps({"release": release, "claims": []}))
+        return 0, False
+
+    monkeypatch.setattr(matrix, "run_child", child)
+    assert matrix.main(["1.8.1", "1.15.0"]) == 1
+    out = capsys.readouterr().out
+    assert "accelerate 1.15.0: 0 hold" in out  # the release after the failing one still ran
+    assert "1 of 2 release(s) did not run to the end" in out and "accelerate 1.8.1: its run failed" in out

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-import shutil
-import tempfile
-import time
-from pathlib import Path
-
 import pytest
 
-from verify.labs import LabProof, load_labs, verify_labs
+from verify.labs import load_labs
 from verify.pages import ROOT, all_proofs, load_pages
-from verify.runner import LaunchSettings
-from verify.session import verify
+from verify.run_dirs import fresh_run_dir
+from verify.runner import MEMORY_LIMIT_MB, LaunchSettings
+from verify.session import verify_all
 
 
 def pytest_addoption(parser):
@@ -24,6 +19,10 @@ def pytest_addoption(parser):
         help="nodes: with 2, two `accelerate launch` processes (machine ranks 0 and 1) meet on 127.0.0.1",
     )  # fmt: skip
     group.addoption("--accelerate-config", default=None, help="an accelerate config file for the launches")
+    group.addoption(
+        "--memory-limit-mb", type=int, default=MEMORY_LIMIT_MB,
+        help=f"resident memory per rank (its forks included) past which a proof is stopped (default {MEMORY_LIMIT_MB})",
+    )  # fmt: skip
     group.addoption(
         "--reuse-evidence", action="store_true",
         help="skip proofs whose snippet, claims, versions, launch and harness are unchanged since they last passed",
@@ -41,16 +40,9 @@ def pytest_addoption(parser):
 def launch_settings(config) -> LaunchSettings:
     nodes = config.getoption("nnodes")
     return LaunchSettings(
-        num_processes=config.getoption("nproc") * nodes, num_machines=nodes, config_file=config.getoption("accelerate_config")
+        num_processes=config.getoption("nproc") * nodes, num_machines=nodes, config_file=config.getoption("accelerate_config"),
+        memory_limit_mb=config.getoption("memory_limit_mb"),
     )
-
-
-def fresh_run_dir(runs: Path, keep: int = 5) -> Path:
-    """A folder of its own for this session (two sessions may run at once); the oldest ones go."""
-    runs.mkdir(parents=True, exist_ok=True)
-    for old in sorted(runs.glob("run-*"))[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=runs))
 
 
 def pytest_generate_tests(metafunc):
@@ -91,19 +83,10 @@ def results(request):
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
     work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
-    labs = [proof for proof in proofs if isinstance(proof, LabProof)]
-    proofs = [proof for proof in proofs if not isinstance(proof, LabProof)]
-    # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
-    # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        reuse = request.config.getoption("reuse_evidence")
-        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", reuse_evidence=reuse)
-        found = verify(
-            proofs, settings, work_dir, request.config.getoption("launch_mode"),
-            reuse_evidence=reuse, mutants=request.config.getoption("mutants"),
-        )  # fmt: skip
-        found.verdicts.update(lab_verdicts.result())
-        return found
+    return verify_all(
+        proofs, settings, work_dir, request.config.getoption("launch_mode"),
+        reuse_evidence=request.config.getoption("reuse_evidence"), mutants=request.config.getoption("mutants"),
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")

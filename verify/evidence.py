@@ -9,10 +9,12 @@ import importlib.metadata
 import json
 import os
 import platform
+import tempfile
+import warnings
 from pathlib import Path
 
-from verify.pages import ROOT, Proof
-from verify.runner import LaunchSettings, SnippetRun
+from verify.pages import ROOT, SNIPPETS_DIR, Proof
+from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
 
@@ -31,17 +33,23 @@ def versions() -> dict:
 
 
 def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
-    """Everything a verdict depends on: the snippet and the helper modules beside it, the page's claims, the
-    installed versions, the launch asked for, and the harness itself. Equal fingerprints, same verdicts."""
+    """Everything a verdict depends on: the snippet and the helper modules beside it and at the top of the
+    snippets folder (the judge's `_claims.py` too, which labs import from there), the page's claims and
+    time limit, the installed versions, the launch asked for (the accelerate config's contents, not only
+    its path), and the harness itself. Equal fingerprints, same verdicts."""
     digest = hashlib.sha256()
-    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *mutant_sources(proof)})
+    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *SNIPPETS_DIR.glob("_*.py"),
+                      *mutant_sources(proof)})  # fmt: skip
     for path in [proof.path, *helpers, *sorted(HARNESS_DIR.glob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     declared = {
         "claims": {claim_id: dataclasses.asdict(claim) for claim_id, claim in proof.claims.items()},
+        "timeout": proof.timeout,
         "versions": versions(),
         "launch": [settings.num_processes, settings.num_machines, settings.expected_backend, settings.config_file,
                    list(settings.extra_args)],
+        "accelerate_config": file_digest(settings.config_file),
+        "memory_limit_mb": settings.memory_limit_mb,
         "requires": proof.requires,
     }  # fmt: skip
     digest.update(json.dumps(declared, sort_keys=True).encode())
@@ -62,9 +70,21 @@ def mutant_sources(proof: Proof) -> set:
     return {known[name].source for name in names if name in known}
 
 
+def file_digest(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as error:  # the launch will fail on it; the fingerprint just must not match a good run
+        return f"unreadable: {error}"
+
+
 def as_declared(claim: dict) -> bool:
-    """A recorded claim came out as its page says: it held, or (outside its release range) it did not."""
-    return claim["passed"] == claim.get("expected_here", True)
+    """A recorded claim came out as its page says: it held, or (outside its release range) it was measured
+    and did not hold. A crash or a missing report outside the range says nothing either way."""
+    if claim.get("expected_here", True):
+        return claim["passed"]
+    return not claim["passed"] and claim.get("by_value", False)
 
 
 def matches_claims(found: dict, declared: dict) -> bool:
@@ -72,6 +92,21 @@ def matches_claims(found: dict, declared: dict) -> bool:
     return {claim["id"] for claim in found["claims"]} == set(declared) and all(
         claim.get("statement") == declared[claim["id"]].says for claim in found["claims"]
     )
+
+
+def matches_code(found: dict, proof: Proof) -> bool:
+    """Whether this evidence was made by the code and inputs there are now (same fingerprint, under the
+    launch it records): False once the snippet, its helpers, the claims or the harness changed since.
+    For the site, which has no launch settings of its own."""
+    asked = found.get("asked") or {}
+    if not found.get("fingerprint") or not proof.path.exists() or "num_processes" not in asked:
+        return False
+    settings = LaunchSettings(
+        num_processes=asked["num_processes"], num_machines=asked.get("num_machines", 1),
+        config_file=asked.get("config_file"), extra_args=tuple(asked.get("extra_args") or ()),
+        use_cpu=asked.get("backend") != "nccl", memory_limit_mb=asked.get("memory_limit_mb", MEMORY_LIMIT_MB),
+    )  # fmt: skip
+    return found["fingerprint"] == fingerprint(proof, settings)
 
 
 def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
@@ -91,7 +126,7 @@ def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path =
         return None
     return [
         Verdict(proof.page, proof.snippet, claim["id"], claim["passed"], "reused: " + claim["reason"],
-                [{**report, "claim": claim["id"]} for report in claim["reports"]])
+                [{**report, "claim": claim["id"]} for report in claim["reports"]], claim.get("by_value", False))
         for claim in found["claims"]
     ]  # fmt: skip
 
@@ -153,6 +188,9 @@ def record(
             "num_processes": settings.num_processes,
             "num_machines": settings.num_machines,
             "backend": settings.expected_backend,
+            "config_file": settings.config_file,
+            "extra_args": list(settings.extra_args),
+            "memory_limit_mb": settings.memory_limit_mb,
         },
         "world_size": len(ranks),
         "backend": first.get("backend"),
@@ -168,6 +206,7 @@ def record(
                 "expected_here": proof.claims[v.claim].holds_on(installed["accelerate"] or "0"),
                 "control_removes": proof.claims[v.claim].control,
                 "passed": v.passed,
+                "by_value": v.by_value,
                 "reason": v.reason,
                 "reports": [
                     {k: r.get(k) for k in ("rank", "measured", "control", "op", "bound", "details")}
@@ -182,16 +221,39 @@ def record(
     return found
 
 
+class UnreadableEvidence(UserWarning):
+    """An evidence file that is not a whole evidence record (truncated, not JSON): treated as missing."""
+
+
 def write(evidence: dict, evidence_dir: Path = EVIDENCE_DIR) -> Path:
+    """Written whole or not at all: a temporary file beside it, then a rename (atomic on one file system),
+    so an interrupted run or a reader at the wrong moment never meets half a file."""
     evidence_dir.mkdir(parents=True, exist_ok=True)
     path = evidence_dir / f"{Path(evidence['snippet']).stem}.json"
-    path.write_text(json.dumps(evidence, indent=1, ensure_ascii=False))
+    text = json.dumps(evidence, indent=1, ensure_ascii=False)
+    with tempfile.NamedTemporaryFile("w", dir=evidence_dir, prefix=f".{path.name}.", delete=False) as temporary:
+        temporary.write(text)
+    os.replace(temporary.name, path)
     return path
 
 
+def read_json(path: Path, what: str = "evidence") -> dict | None:
+    """The record in this file; None, with a warning naming the file, when it is missing or unreadable."""
+    if not path.exists():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(found, dict) or not isinstance(found.get("claims"), list):
+            raise ValueError("no list of claims in it")
+    except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        warnings.warn(f"{path}: unreadable {what} ({error}); treated as missing, its proof runs again",
+                      UnreadableEvidence, stacklevel=2)  # fmt: skip
+        return None
+    return found
+
+
 def read(snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
-    path = evidence_dir / f"{Path(snippet).stem}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(evidence_dir / f"{Path(snippet).stem}.json")
 
 
 def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:
@@ -202,7 +264,8 @@ def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, l
 
     found = {}
     for summary in (matrix_dir or MATRIX_DIR).glob("*/matrix.json"):
-        rows = [row for row in json.loads(summary.read_text())["claims"] if row["snippet"] == snippet]
+        rows = [row for row in (read_json(summary, "matrix summary") or {"claims": []})["claims"]
+                if row.get("snippet") == snippet]  # fmt: skip
         if rows:
             found[summary.parent.name] = rows
     return dict(sorted(found.items(), key=lambda item: Version(item[0])))

@@ -28,6 +28,9 @@ class Verdict:
     passed: bool
     reason: str
     reports: list  # every rank's record of this claim
+    # Judged on measured values: the run finished and ranks reported it. A crash, a hang or a missing
+    # report is no measurement, so it can never show that a claim does not hold (outside its releases).
+    by_value: bool = False
 
 
 def run_problems(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> list[str]:
@@ -98,7 +101,7 @@ def judge(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> lis
                     "so the check cannot fail"
                 )
         reason = f"{where}: " + ("; ".join(failures) if failures else "holds on every reporting rank")
-        verdicts.append(Verdict(proof.page, proof.snippet, claim, not failures, reason, reports))
+        verdicts.append(Verdict(proof.page, proof.snippet, claim, not failures, reason, reports, by_value=True))
     return verdicts
 
 

@@ -15,18 +15,18 @@ import datetime
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify import evidence
+from verify import evidence, reaper, schema
 from verify.judge import Verdict, judge
-from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, parse_claim
+from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, claim_from, validated
 from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
 
 LABS_DIR = ROOT / "docs" / "labs"
 EXECUTED_DIR = Path(os.environ.get("VERIFY_LABS_DIR", ROOT / ".verify" / "labs"))
-CELL_TIMEOUT_S = 180
 SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
          "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "PROOF_REPORT_FILE")  # fmt: skip
 
@@ -41,6 +41,15 @@ def lab_settings(proof: Proof) -> LaunchSettings:
     return LaunchSettings(num_processes=proof.world_size(2), use_cpu=True)
 
 
+def lab_header(path: Path) -> tuple[str | None, int]:
+    """The YAML of the jupytext header ('# ---' to '# ---', comment marks removed) and its first line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0].strip() != "# ---":
+        return None, 1
+    end = next((n for n in range(1, len(lines)) if lines[n].strip() == "# ---"), len(lines))
+    return "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in lines[1:end]), 2
+
+
 def read_lab(path: Path) -> LabProof:
     import jupytext
 
@@ -50,12 +59,14 @@ def read_lab(path: Path) -> LabProof:
         raise PageError(f"{path}: not a readable jupytext notebook: {error}") from None
     if not isinstance(declared, dict) or not isinstance(declared.get("claims"), dict) or not declared["claims"]:
         raise PageError(f"{path}: its header declares no `jupyter: proof: claims:`")
+    header, first_line = lab_header(path)
+    checked = validated(path, declared, schema.LabHeader, header, first_line, under=("jupyter", "proof"))
     return LabProof(
         page=path.stem,
         snippet=path.name,
-        claims={str(key): parse_claim(path, str(key), value) for key, value in declared["claims"].items()},
-        timeout=float(declared.get("timeout", DEFAULT_TIMEOUT_S)),
-        processes=int(declared["processes"]) if declared.get("processes") else None,
+        claims={claim_id: claim_from(claim) for claim_id, claim in checked.claims.items()},
+        timeout=float(checked.timeout or DEFAULT_TIMEOUT_S),
+        processes=checked.processes,
         snippets_dir=path.parent,
     )
 
@@ -94,6 +105,28 @@ def failing_cell(notebook) -> str | None:
     return None
 
 
+CELL_OUTPUT_LIMIT = 100_000  # characters of one output kept in the executed notebook (the site shows it)
+
+
+def cap_outputs(notebook, limit: int = CELL_OUTPUT_LIMIT) -> None:
+    """Keep the first `limit` characters of each output's text, and say that the rest was cut."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            texts = [("text", output)] if "text" in output else []
+            texts += [(kind, output["data"]) for kind in ("text/plain", "text/html") if kind in output.get("data", {})]
+            for key, holder in texts:
+                text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
+                if len(text) > limit:
+                    holder[key] = text[:limit] + f"\n[output cut: {len(text) - limit} more characters were not kept]\n"
+
+
+def cell_named(notebook, number: int | None) -> str:
+    if number is None:
+        return "no cell (the kernel was starting)"
+    first = next((line for line in notebook.cells[number - 1].source.splitlines() if line.strip()), "")
+    return f"cell {number} ({first.strip()[:80]!r})"
+
+
 def kill_kernel_tree(client) -> None:
     """The kernel and whatever it forked (notebook_launcher's workers): nothing may outlive a lab."""
     try:
@@ -112,25 +145,46 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
     work_dir.mkdir(parents=True, exist_ok=True)
     report_file = str(work_dir / f"{proof.name}.rank{{rank}}.claims.jsonl")
     notebook = jupytext.read(proof.path)
+    running = {"cell": None}  # the cell being executed: named when the lab hangs or its kernel dies
+    # `timeout` is the lab's whole budget from its first cell on (as a snippet's runs from when its ranks
+    # are ready): nbclient's own limit is per cell only.
+    deadline = threading.Timer(proof.timeout, lambda: kill_kernel_tree(client))
+
+    def cell_starts(cell, cell_index):
+        running["cell"] = cell_index + 1
+        if not deadline.is_alive() and not deadline.finished.is_set():
+            deadline.start()
+
     client = NotebookClient(
-        notebook, timeout=min(CELL_TIMEOUT_S, proof.timeout), kernel_name="python3", allow_errors=False,
+        notebook, timeout=proof.timeout, kernel_name="python3", allow_errors=False,
         resources={"metadata": {"path": str(work_dir)}},  # the kernel's working directory
+        on_cell_start=cell_starts,
     )  # fmt: skip
     started = time.monotonic()
     status, problem = "finished", None
     cell_seconds = []
     try:
-        client.execute(env=kernel_environment(report_file))
-    except CellTimeoutError as error:
+        with reaper.tracked(lambda: kill_kernel_tree(client)):
+            client.execute(env=kernel_environment(report_file))
+    except CellTimeoutError:
         status = "hung"
-        problem = f"lab {proof.snippet}: a cell ran past {client.timeout:.0f} s: {str(error)[:400]}"
+        problem = f"lab {proof.snippet}: {cell_named(notebook, running['cell'])} ran past {proof.timeout:.0f} s"
     except CellExecutionError:
         status = "crashed"
         problem = f"lab {proof.snippet}: {failing_cell(notebook) or 'a cell raised'}"
-    except DeadKernelError as error:
-        status, problem = "crashed", f"lab {proof.snippet}: the kernel died: {error}"
+    except (DeadKernelError, RuntimeError) as error:  # RuntimeError: it died before replying to kernel_info
+        if deadline.finished.is_set() and not reaper.stopping.is_set():
+            status = "hung"
+            problem = (f"lab {proof.snippet}: did not finish within {proof.timeout:.0f} s; "
+                       f"{cell_named(notebook, running['cell'])} was running and was stopped")  # fmt: skip
+        else:
+            status = "crashed"
+            problem = f"lab {proof.snippet}: the kernel died in {cell_named(notebook, running['cell'])}: {error}"
     finally:
+        deadline.cancel()
         kill_kernel_tree(client)
+    if reaper.stopping.is_set():  # interrupted: what the lab did so far proves nothing, so write nothing
+        raise KeyboardInterrupt(f"lab {proof.snippet} stopped; no evidence written")
     seconds = time.monotonic() - started
     for number, cell in enumerate(notebook.cells, start=1):  # nbclient records when each cell ran
         timing = cell.get("metadata", {}).get("execution", {})
@@ -140,6 +194,7 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
             cell_seconds.append([number, round(took.total_seconds(), 2)])
     if executed_dir is not None:
         executed_dir.mkdir(parents=True, exist_ok=True)
+        cap_outputs(notebook)
         notebook.metadata["verify"] = {"status": status, "problem": problem, "seconds": round(seconds, 2),
                                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
         nbformat.write(notebook, executed_dir / f"{proof.name}.ipynb")
@@ -147,12 +202,16 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
     reports = []
     for claims_file in sorted(work_dir.glob(f"{proof.name}.rank*.claims.jsonl")):
         reports += [json.loads(line) for line in claims_file.read_text().splitlines() if line.strip()]
-    info = {"mode": "lab", "command": f"nbclient {proof.path.relative_to(ROOT)}", "lab_seconds": round(seconds, 2),
+    shown = proof.path.relative_to(ROOT) if proof.path.is_relative_to(ROOT) else proof.path
+    info = {"mode": "lab", "command": f"nbclient {shown}", "lab_seconds": round(seconds, 2),
             "cell_seconds": cell_seconds}
     if status != "finished":
         return SnippetRun(proof.name, str(proof.path), status, {}, problem, None, info)
     worlds = [report.get("details", {}).get("world") for report in reports]
-    if not reports or any(not isinstance(world, list) or not world for world in worlds):
+    if not reports:
+        problem = f"lab {proof.snippet}: every cell ran, but no cell reported a claim (through _claims)"
+        return SnippetRun(proof.name, str(proof.path), "not reported", {}, problem, None, info)
+    if any(not isinstance(world, list) or not world for world in worlds):
         problem = f"lab {proof.snippet}: every claim must report world=[what each worker saw]; got {worlds}"
         return SnippetRun(proof.name, str(proof.path), "crashed", {}, problem, None, info)
     ranks = {}
@@ -187,7 +246,7 @@ def verify_labs(
             continue
         run = run_lab(proof, work_dir / proof.name, executed_dir)
         proof_verdicts = judge(proof, run, settings)
-        if evidence_dir is not None:
+        if evidence_dir is not None and not reaper.stopping.is_set():
             evidence.write(evidence.record(proof, run, proof_verdicts, settings), evidence_dir)
         for verdict in proof_verdicts:
             verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict

@@ -22,13 +22,15 @@ import importlib.metadata
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
+from verify.evidence import read as read_evidence
 from verify.pages import Claim
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,22 +65,26 @@ def in_range(release: str, since: str | None, until: str | None) -> bool:
 
 
 def outcome(claim: dict, evidence: dict) -> str:
-    """holds | fails | cannot run (the release lacks an API the proof uses) | launch failed."""
+    """holds | fails (measured, and missed) | cannot run (the release lacks an API the proof uses) |
+    launch failed | crashed, hung, not reported: no measurement, which agrees with no range."""
     if claim["passed"]:
         return "holds"
     if evidence["status"] == "launch_failed":
         return "launch failed"  # the release itself did not start: a broken environment, never a verdict
     if evidence["status"] == "crashed" and MISSING_API.search(claim["reason"]):
         return "cannot run"
-    return "fails"
+    if claim.get("by_value", evidence["status"] == "finished" and bool(claim.get("reports"))):
+        return "fails"
+    if evidence["status"] == "finished":
+        return "not reported"
+    return evidence["status"] if evidence["status"] in ("crashed", "hung") else "did not run"
 
 
 def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
     """One row per claim: its outcome on this release and whether that agrees with its declared range."""
     rows = []
     for proof in proofs:
-        path = evidence_dir / f"{proof.name}.json"
-        evidence = json.loads(path.read_text()) if path.exists() else None
+        evidence = read_evidence(proof.snippet, evidence_dir)  # unreadable: as if not run, with a warning
         for claim_id, claim in proof.claims.items():
             recorded = next((c for c in (evidence or {}).get("claims", []) if c["id"] == claim_id), None)
             result = outcome(recorded, evidence) if recorded else "not run"
@@ -92,8 +98,10 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
                 verdict = result
             elif expected:
                 verdict = "agrees" if result == "holds" else f"{result} inside its range"
+            elif result in ("fails", "cannot run"):
+                verdict = "agrees"  # measured and missed, or the API it needs does not exist yet / any more
             else:
-                verdict = "holds outside its range" if result == "holds" else "agrees"
+                verdict = "holds outside its range" if result == "holds" else f"{result} outside its range"
             rows.append(
                 {"page": proof.page, "snippet": proof.snippet, "claim": claim_id, "since": claim.since,
                  "until": claim.until, "outcome": result, "verdict": verdict,
@@ -142,9 +150,17 @@ def main(argv=None) -> int:
         run_release(args.releases[0], args.selection, args.nproc, args.pinned, args.everything)
         return 0
 
-    failures = 0
+    not_releases = [release for release in args.releases if not is_release(release)]
+    if not_releases:  # checked before anything runs: a typo must not cost the releases before it
+        parser.error(f"not release numbers: {', '.join(not_releases)} (e.g. 1.15.0)")
+
+    failures, broken = 0, []
     for release in args.releases:
-        folder = release_dir(release)
+        try:
+            folder = release_dir(release)
+        except subprocess.CalledProcessError as error:
+            broken.append(f"accelerate {release}: could not be installed ({error})")
+            continue
         env = dict(os.environ)
         if folder is not None:
             env["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -155,8 +171,16 @@ def main(argv=None) -> int:
             command.append("--pinned")
         if args.everything:
             command.append("--all")
-        subprocess.run(command, env=env, cwd=ROOT, check=True)
-        rows = json.loads((MATRIX_DIR / release / "matrix.json").read_text())["claims"]
+        summary = MATRIX_DIR / release / "matrix.json"
+        summary.unlink(missing_ok=True)  # a summary left by an earlier run must not stand for this one
+        finished, stopped = run_child(command, env)
+        if stopped:
+            broken.append(f"accelerate {release}: stopped by a signal; the releases after it were not run")
+            break
+        if finished != 0 or not summary.exists():  # one failing release does not stop the others
+            broken.append(f"accelerate {release}: its run failed (exit code {finished}); see the output above")
+            continue
+        rows = json.loads(summary.read_text())["claims"]
         counts = {kind: sum(row["outcome"] == kind for row in rows) for kind in ("holds", "fails", "cannot run")}
         wrong = [row for row in rows if row["verdict"] not in ("agrees", "shown")]
         ranged = sum(row["since"] is not None or row["until"] is not None for row in rows)
@@ -168,7 +192,37 @@ def main(argv=None) -> int:
             print(f"  MISMATCH {row['page']}::{row['claim']} ({row['snippet']}, since {row['since']}, "
                   f"until {row['until']}): {row['verdict']}")  # fmt: skip
         failures += len(wrong)
-    return 1 if failures else 0
+    if broken:
+        print(f"{len(broken)} of {len(args.releases)} release(s) did not run to the end:")
+        for line in broken:
+            print(f"  {line}")
+    return 1 if failures or broken else 0
+
+
+def run_child(command: list, env: dict) -> tuple[int, bool]:
+    """One release's run in a process of its own: (exit code, whether a signal stopped it). SIGTERM or
+    SIGHUP sent to this process is passed on, so that the child kills its launches before it ends."""
+    child = subprocess.Popen(command, env=env, cwd=ROOT)
+    stopped = []
+
+    def pass_on(signum, frame):
+        stopped.append(signum)
+        child.send_signal(signal.SIGTERM)
+
+    previous = {signum: signal.signal(signum, pass_on) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return child.wait(), bool(stopped)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def is_release(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 if __name__ == "__main__":

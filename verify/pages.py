@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
+
+from verify import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = ROOT / "docs"
 SNIPPETS_DIR = ROOT / "snippets"
 QUESTIONS = "questions"
 DEFAULT_TIMEOUT_S = 120.0
-DIFFICULTIES = ("junior", "mid", "senior")
+DIFFICULTIES = schema.DIFFICULTIES
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the site reads every page often
 
 
@@ -31,8 +34,8 @@ class Claim:
     control: str | None = None  # what the negative control removes, e.g. "no_sync, so no all-reduce"
     since: str | None = None  # first Accelerate release the claim holds for (None: any)
     until: str | None = None  # last release it holds for (None: any)
-    breaks_when: tuple = ()  # mutants (library bugs) under which this claim must fail by its value
-    no_mutant: str | None = None  # why no library code could break it (IEEE arithmetic, say)
+    breaks_when: tuple = ()  # the mutants that must make it fail (MUTANTS-SPEC.md)
+    no_mutant: str | None = None  # why no mutant can break it
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -106,19 +109,28 @@ class Page:
 
 def find_snippet(name: str, snippets_dir: Path = SNIPPETS_DIR) -> Path:
     """snippets/<topic>/<name>; a name that is nowhere gives the path it would have at the top."""
-    found = sorted(snippets_dir.rglob(name))
+    # Compared as names, never as glob patterns: '*.py' must not find _claims.py.
+    found = sorted(path for path in snippets_dir.rglob("*.py") if path.name == name)
     return found[0] if found else snippets_dir / name
 
 
-def front_matter(path: Path) -> dict:
+def header_text(path: Path) -> str | None:
+    """The YAML between the opening '---' and the closing one; its line 0 is the file's line 1."""
     text = path.read_text(encoding="utf-8")
     if not text.startswith("---"):
-        return {}
+        return None
     parts = text.split("\n---", 1)
     if len(parts) < 2:
         raise PageError(f"{path}: front matter opened with '---' is never closed")
+    return parts[0][3:]
+
+
+def front_matter(path: Path) -> dict:
+    header = header_text(path)
+    if header is None:
+        return {}
     try:
-        meta = yaml.load(parts[0][3:], Loader=SAFE_LOADER)
+        meta = yaml.load(header, Loader=SAFE_LOADER)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)  # the header starts on line 1, as in the file
@@ -128,55 +140,41 @@ def front_matter(path: Path) -> dict:
     return meta or {}
 
 
-def parse_claim(path: Path, claim_id: str, value) -> Claim:
-    if isinstance(value, str):
-        return Claim(says=value)
-    if isinstance(value, dict) and isinstance(value.get("says"), str):
-        unknown = set(value) - {"says", "control", "since", "until", "breaks_when", "no_mutant"}
-        if unknown:
-            raise PageError(f"{path}: claim {claim_id!r} has unknown field(s) {sorted(unknown)}")
-        return Claim(
-            says=value["says"],
-            control=value.get("control"),
-            since=str(value["since"]) if value.get("since") is not None else None,
-            until=str(value["until"]) if value.get("until") is not None else None,
-            breaks_when=_mutant_names(path, claim_id, value.get("breaks_when")),
-            no_mutant=value.get("no_mutant"),
-        )
-    raise PageError(f"{path}: claim {claim_id!r} must be a sentence or a mapping with 'says' and 'control'")
+def validated(path: Path, meta: dict, model, header: str | None, first_line: int = 1, under: tuple = ()):
+    """The front matter checked against its schema (verify/schema.py); a PageError names file and line."""
+    try:
+        return model.model_validate(meta)
+    except ValidationError as error:
+        node = yaml.compose(header, Loader=SAFE_LOADER) if header else None
+        problems = schema.located(error, node, first_line, under)
+        raise PageError("\n".join(f"{path}:{problem}" for problem in problems)) from None
 
 
-def _mutant_names(path: Path, claim_id: str, names) -> tuple:
-    if names is None:
-        return ()
-    if not isinstance(names, list) or not names or not all(isinstance(name, str) and name for name in names):
-        raise PageError(f"{path}: claim {claim_id!r}: breaks_when must be a non-empty list of mutant names")
-    return tuple(names)
+def claim_from(entry: schema.ClaimEntry) -> Claim:
+    return Claim(
+        says=entry.says, control=entry.control, since=entry.since, until=entry.until,
+        breaks_when=tuple(entry.breaks_when or ()), no_mutant=entry.no_mutant,
+    )  # fmt: skip
 
 
-def parse_proofs(path: Path, meta: dict, snippets_dir: Path) -> tuple:
+def parse_proofs(path: Path, meta: schema.PageMeta, snippets_dir: Path) -> tuple:
     proofs, seen = [], {}
-    for entry in meta.get("proofs") or []:
-        if not isinstance(entry, dict) or "snippet" not in entry:
-            raise PageError(f"{path}: each proof needs a 'snippet' (got {entry!r})")
-        claims = entry.get("claims") or {}
-        if not isinstance(claims, dict) or not claims:
-            raise PageError(f"{path}: proof {entry.get('snippet')!r} declares no claims (id: statement)")
-        for claim_id in claims:
+    for entry in meta.proofs or []:
+        for claim_id in entry.claims:
             if claim_id in seen:  # verdicts are per snippet, but a reader and `-k` name a claim by its id
                 raise PageError(
-                    f"{path}: claim id {claim_id!r} is declared by both {seen[claim_id]} and {entry['snippet']}"
+                    f"{path}: claim id {claim_id!r} is declared by both {seen[claim_id]} and {entry.snippet}"
                 )
-            seen[claim_id] = entry["snippet"]
+            seen[claim_id] = entry.snippet
         proofs.append(
             Proof(
                 page=path.stem,
-                snippet=entry["snippet"],
-                claims={str(key): parse_claim(path, str(key), value) for key, value in claims.items()},
-                timeout=float(entry.get("timeout", DEFAULT_TIMEOUT_S)),
-                requires=entry.get("requires"),
-                processes=int(entry["processes"]) if entry.get("processes") else None,
-                nodes=int(entry["nodes"]) if entry.get("nodes") else None,
+                snippet=entry.snippet,
+                claims={claim_id: claim_from(claim) for claim_id, claim in entry.claims.items()},
+                timeout=float(entry.timeout or DEFAULT_TIMEOUT_S),
+                requires=entry.requires,
+                processes=entry.processes,
+                nodes=entry.nodes,
                 snippets_dir=snippets_dir,
             )
         )
@@ -193,7 +191,8 @@ def _load_page(path: Path, _modified_ns: int, snippets_dir: Path) -> Page:
     """Read once per version of the file: the site's hooks ask for each page many times per build."""
     try:
         meta = front_matter(path)
-        return Page(slug=path.stem, path=path, meta=meta, proofs=parse_proofs(path, meta, snippets_dir))
+        checked = validated(path, meta, schema.PageMeta, header_text(path))
+        return Page(slug=path.stem, path=path, meta=meta, proofs=parse_proofs(path, checked, snippets_dir))
     except PageError as error:
         return Page(slug=path.stem, path=path, meta={}, error=str(error))
 

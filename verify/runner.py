@@ -7,8 +7,10 @@ verdicts cannot depend on the mode except through the snippets themselves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,10 +21,17 @@ from pathlib import Path
 
 import psutil
 
+from verify import reaper
+from verify.reaper import kill_groups
+
 WORKER = Path(__file__).resolve().parent / "worker.py"
 STARTUP_TIMEOUT_S = 180.0
 POLL_S = 0.1
 STACK_DUMP_WAIT_S = 1.5
+MEMORY_POLL_S = 0.25
+# Per rank, its forks included. A runaway snippet stops here instead of taking the machine with it;
+# `pytest verify --memory-limit-mb` changes it.
+MEMORY_LIMIT_MB = 4096
 
 
 def cuda_device_count() -> int:
@@ -42,6 +51,7 @@ class LaunchSettings:
     extra_args: tuple = ()  # raw `accelerate launch` arguments, e.g. ("--cpu",) to show what that starts
     use_cpu: bool | None = None  # None: CPU unless there is one GPU per process
     startup_timeout: float = STARTUP_TIMEOUT_S
+    memory_limit_mb: int | None = MEMORY_LIMIT_MB  # per rank; None: no limit
 
     def __post_init__(self):
         if self.use_cpu is None:
@@ -148,6 +158,21 @@ class Launchers:
 
     def __init__(self, processes: list[subprocess.Popen]):
         self.processes = processes
+        # Every process and group ever seen under a launcher: if the launcher dies, its ranks re-parent
+        # and no longer show as its children, but they must die with the launch.
+        self.seen: dict[int, psutil.Process] = {}
+        self.groups: dict[int, psutil.Process] = {}  # group id -> its leader, as first seen
+
+    def watch(self) -> None:
+        for pid in self.processes_alive():  # not yet reaped, so the pid is still this launcher's
+            with contextlib.suppress(psutil.NoSuchProcess):
+                launcher = psutil.Process(pid)
+                self.groups.setdefault(pid, launcher)  # each launcher leads its own session
+                for child in launcher.children(recursive=True):
+                    self.seen.setdefault(child.pid, child)
+                    with contextlib.suppress(ProcessLookupError):
+                        if os.getpgid(child.pid) == child.pid:  # a rank: torch starts each in its own session
+                            self.groups.setdefault(child.pid, child)
 
     def poll(self):
         """None while every launcher runs; else the first exit code seen (a failed machine ends the run)."""
@@ -165,6 +190,9 @@ class Launchers:
     def pids(self) -> list[int]:
         return [process.pid for process in self.processes]
 
+    def processes_alive(self) -> list[int]:
+        return [process.pid for process in self.processes if process.poll() is None]
+
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
         for process in self.processes:
@@ -172,34 +200,49 @@ class Launchers:
 
 
 def kill_processes(roots=(), extra_pids=()) -> None:
-    """SIGKILL each root pid with every process under it, and the extra pids; wait until they are gone."""
-    victims = []
-    for pid in roots:
-        try:
-            parent = psutil.Process(pid)
-            victims += parent.children(recursive=True) + [parent]
-        except psutil.NoSuchProcess:
-            pass
-    for pid in extra_pids:
-        try:
-            victims.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
-            pass
-    for victim in victims:
-        try:
-            victim.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(victims, timeout=10)
+    """SIGKILL each pid with every process under it and every process group they lead; wait until gone."""
+    kill_groups([*roots, *extra_pids])
 
 
 def kill_tree(process: Launchers, extra_pids=()) -> None:
-    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their own)."""
-    kill_processes(process.pids, extra_pids)
+    """SIGKILL the launchers and every process under them, ranks included (they run in sessions of their
+    own), and every rank ever seen, whether or not its launcher is still there to be its parent."""
+    process.watch()
+    kill_groups([*process.processes_alive(), *process.seen.values(), *extra_pids], process.groups)
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
+
+class MemoryWatch:
+    """Each rank's resident memory (its forks included), sampled while a snippet runs, against a limit."""
+
+    def __init__(self, limit_mb: int | None):
+        self.limit_mb, self.peak_mb, self.next_look = limit_mb, 0.0, 0.0
+
+    def take_peak(self) -> int:
+        peak, self.peak_mb = self.peak_mb, 0.0
+        return round(peak)
+
+    def over_limit(self, events: dict) -> str | None:
+        """What to report when a rank holds more than the limit, else None."""
+        if time.monotonic() < self.next_look:
+            return None
+        self.next_look = time.monotonic() + MEMORY_POLL_S
+        for rank, rank_events in sorted(events.items()):
+            if not rank_events:
+                continue
+            try:
+                process = psutil.Process(rank_events[0]["pid"])
+                used = sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20
+            except psutil.Error:
+                continue
+            self.peak_mb = max(self.peak_mb, used)
+            if self.limit_mb is not None and used > self.limit_mb:
+                return (f"rank {rank} ran out of memory (limit {self.limit_mb} MiB per rank): it held {used:.0f} MiB "
+                        "when it was stopped; all its processes were killed")  # fmt: skip
+        return None
 
 
 class Launch:
@@ -245,21 +288,47 @@ class Launch:
 
     def run(self) -> tuple[dict[str, SnippetRun], list[SnippetSpec]]:
         """Runs until the batch is done or one snippet fails; returns the verdicts and the snippets not yet run."""
+        with reaper.stop_on_signals():
+            return self._run()
+
+    def _run(self) -> tuple[dict[str, SnippetRun], list[SnippetSpec]]:
         results: dict[str, SnippetRun] = {}
         launched = time.monotonic()
-        with open(self.log_path, "w") as log:
-            process = Launchers([
-                subprocess.Popen(
-                    command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=self.settings.environment(), start_new_session=True,
-                )
-                for command in self.commands
-            ])  # fmt: skip
+        scratch = self.run_dir / "scratch"  # the ranks' working directory: a snippet's stray files land here
+        scratch.mkdir(exist_ok=True)
+        process = Launchers([])
+        with reaper.tracked(lambda: kill_tree(process, self.rank_pids())):
+            try:
+                with open(self.log_path, "w") as log:
+                    for command in self.commands:
+                        process.processes.append(subprocess.Popen(
+                            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=self.settings.environment(), start_new_session=True, cwd=scratch,
+                        ))  # fmt: skip
+                        process.watch()  # its group is known from the start, whatever happens next
+                return self.watch(process, results, launched)
+            finally:  # every way out: done, failed, interrupted, SIGTERM
+                kill_tree(process, self.rank_pids())
+
+    def rank_pids(self) -> list:
+        """The ranks that wrote a status file and still run this launch (a pid reused since is left alone)."""
+        alive = []
+        for pid in rank_pids(read_events(self.run_dir)):
+            with contextlib.suppress(psutil.Error):
+                rank = psutil.Process(pid)
+                if any(str(self.run_dir) in part for part in rank.cmdline()):
+                    alive.append(rank)
+        return alive
+
+    def watch(self, process: Launchers, results: dict, launched: float):
         index, clock_from = 0, None  # the snippet being watched and when its time limit started
+        memory = MemoryWatch(self.settings.memory_limit_mb)
         try:
             while index < len(self.batch):
                 spec = self.batch[index]
                 events = read_events(self.run_dir)
+                if len(events) < self.settings.num_processes:
+                    process.watch()  # a rank's pid is known from its status file only once it is ready
                 if clock_from is None and any(events.values()):
                     clock_from = time.monotonic()
                 # Polled every 0.1 s: look only at status lines and traceback files; read reports when done.
@@ -274,12 +343,19 @@ class Launch:
                 if events and len(ends) == len(events) and all(e["ok"] for e in ends.values()) and not failed:
                     ranks = self.outcome(spec, events)
                     seconds = max(o.seconds for o in ranks.values())
+                    info["peak_rss_mib"] = memory.take_peak()
                     results[spec.name] = SnippetRun(spec.name, spec.path, "finished", ranks, None, seconds, info)
                     index, clock_from = index + 1, time.monotonic()
                     continue
+                too_big = memory.over_limit(events)
+                if too_big:
+                    kill_tree(process, self.rank_pids())
+                    ranks = self.outcome(spec, read_events(self.run_dir))
+                    results[spec.name] = SnippetRun(spec.name, spec.path, "crashed", ranks, too_big, None, info)
+                    return results, self.batch[index + 1 :]
                 if failed or (exited and started):
                     time.sleep(0.5 if not exited else 0)  # let a dying launcher finish writing
-                    kill_tree(process, pids)
+                    kill_tree(process, self.rank_pids())
                     ranks = self.outcome(spec, read_events(self.run_dir))
                     results[spec.name] = SnippetRun(
                         spec.name, spec.path, "crashed", ranks, self.crash_story(ranks, process), None, info
@@ -289,7 +365,7 @@ class Launch:
                     story = f"the launch ended (exit code {process.returncode}) before any rank started the snippet"
                     return self.fail_rest(results, index, story, info)
                 if clock_from is None and time.monotonic() - launched > self.settings.startup_timeout:
-                    kill_tree(process, pids)
+                    kill_tree(process, self.rank_pids())
                     story = f"no rank was ready after {self.settings.startup_timeout:.0f} s"
                     return self.fail_rest(results, index, story, info)
                 if clock_from is not None and time.monotonic() - clock_from > spec.timeout:
@@ -299,7 +375,7 @@ class Launch:
                         except ProcessLookupError:
                             pass
                     time.sleep(STACK_DUMP_WAIT_S)
-                    kill_tree(process, pids)
+                    kill_tree(process, self.rank_pids())
                     ranks = self.outcome(spec, read_events(self.run_dir))
                     results[spec.name] = SnippetRun(
                         spec.name, spec.path, "hung", ranks, self.hang_story(spec, ranks), None, info
@@ -312,7 +388,7 @@ class Launch:
                 pass
             return results, []
         finally:
-            kill_tree(process, rank_pids(read_events(self.run_dir)))
+            kill_tree(process, self.rank_pids())
 
     def fail_rest(self, results: dict, index: int, story: str, info: dict):
         """The launch itself failed: every snippet not yet run fails with the launch log."""
@@ -332,11 +408,28 @@ class Launch:
                 lines.append(f"after that, rank {outcome.rank} failed too: {last_line}")
         if not lines:
             lines.append(f"a rank exited without a Python traceback (launcher exit code {process.returncode})")
+            lines += self.killed_ranks(ranks)
             for faults in sorted(self.run_dir.glob("rank*.faults")):
                 if faults.stat().st_size:
                     lines.append(f"{faults.name}:\n{read_text(faults, 4000)}")
             lines.append(f"launch log:\n{read_text(self.log_path, 4000)}")
         return "\n".join(lines)
+
+    def killed_ranks(self, ranks: dict) -> list[str]:
+        """'rank N died from SIGKILL' for each rank the launcher's error summary says a signal ended."""
+        found = []
+        summary = read_text(self.log_path, 200000)
+        for rank, code in re.findall(r"rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", summary, re.S):
+            unfinished = int(rank) in ranks and not ranks[int(rank)].finished
+            if int(code) < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-int(code)).name}"
+                except ValueError:
+                    how = f"ended by signal {-int(code)}"
+                found.append(f"rank {rank} {how}" + (" while in this snippet" if unfinished else ""))
+            elif unfinished:
+                found.append(f"rank {rank} exited with code {code} while in this snippet")
+        return found
 
     def hang_story(self, spec: SnippetSpec, ranks: dict) -> str:
         waiting = sorted(rank for rank, outcome in ranks.items() if not outcome.finished)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify import evidence, mutation
+from verify import evidence, mutation, reaper
 from verify.judge import MutantVerdict, Verdict, judge, judge_mutant
 from verify.pages import Proof
 from verify.runner import LaunchSettings, SnippetSpec, run_snippets
@@ -127,7 +128,7 @@ def verify(
                     mutant_verdicts.append(unknown_mutant(proof, name))
                     continue
                 mutant_verdicts.append(judge_mutant(proof, catalogue[name], runs.get(mutant_run_name(proof, name)), launch))
-        if evidence_dir is not None and proof.path.exists():
+        if evidence_dir is not None and proof.path.exists() and not reaper.stopping.is_set():
             record = evidence.record(proof, run, proof_verdicts, launch, mutant_verdicts if mutants else None, evidence_dir)
             evidence.write(record, evidence_dir)
         for verdict in proof_verdicts:
@@ -141,3 +142,24 @@ def unknown_mutant(proof: Proof, name: str) -> MutantVerdict:
     where = f"page {proof.page}, snippet {proof.snippet}, mutant {name}"
     return MutantVerdict(proof.page, proof.snippet, name, "", "not_run",
                          f"{where}: no snippets/*/{mutation.MUTANTS_FILE} defines a mutant of that name", [], {})  # fmt: skip
+
+
+def verify_all(
+    proofs: list, settings: LaunchSettings, work_dir: Path, mode: str = "grouped", reuse_evidence: bool = False,
+    evidence_dir: Path | None = evidence.EVIDENCE_DIR, executed_dir: Path | None = None, mutants: bool = False,
+) -> Results:  # fmt: skip
+    """Snippets (with their mutants) and labs (verify/labs.py) together. SIGTERM, SIGHUP or Ctrl-C stop
+    both at once: every launch and kernel is killed and nothing is recorded for what was cut short
+    (verify/reaper.py)."""
+    from verify.labs import EXECUTED_DIR, LabProof, verify_labs
+
+    labs = [proof for proof in proofs if isinstance(proof, LabProof)]
+    proofs = [proof for proof in proofs if not isinstance(proof, LabProof)]
+    with reaper.stop_on_signals(), concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
+        # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
+        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", evidence_dir,
+                                   executed_dir or EXECUTED_DIR, reuse_evidence)  # fmt: skip
+        found = verify(proofs, settings, work_dir, mode, evidence_dir, reuse_evidence, mutants)
+        found.verdicts.update(lab_verdicts.result())
+        return found

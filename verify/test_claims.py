@@ -17,6 +17,11 @@ def test_claim(claim, verdicts, settings):
     verdict = verdicts[(proof.page, proof.snippet, claim_id)]
     declared, release = proof.claims[claim_id], importlib.metadata.version("accelerate")
     if not declared.holds_on(release):  # a version statement: outside its releases the claim must not hold
+        assert verdict.by_value, (
+            f"{verdict.reason}\nthe page says it holds only for accelerate {declared.since or 'any'} to "
+            f"{declared.until or 'now'}; on {release} it must be measured and not hold, and a crash or a "
+            "missing report measures nothing"
+        )
         assert not verdict.passed, (
             f"{verdict.reason}\nbut the page says it holds only for accelerate {declared.since or 'any'} to "
             f"{declared.until or 'now'}, and this is {release}"

@@ -8,6 +8,7 @@ directory. The harness watches the status file each rank writes and enforces the
     python -m accelerate.commands.launch ... verify/worker.py MANIFEST.json
 """
 
+import ctypes
 import contextlib
 import faulthandler
 import json
@@ -19,12 +20,59 @@ import sys
 import time
 import traceback
 
-import accelerate
-import numpy as np
-import torch
-import torch.distributed as dist
-from accelerate import Accelerator
-from accelerate.state import AcceleratorState, GradientState, PartialState
+
+def die_with_the_launcher():
+    """Linux's PR_SET_PDEATHSIG: when the launcher that started this rank dies (SIGKILL included), the
+    kernel kills this rank, which would otherwise wait a minute in its rendezvous under pid 1."""
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    try:  # the launcher may have died before the line above: then this rank's parent is no launcher
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as parent:
+            launched_by_accelerate = b"accelerate" in parent.read()
+    except OSError:
+        launched_by_accelerate = False
+    if not launched_by_accelerate:
+        os._exit(1)
+
+
+die_with_the_launcher()  # before the imports below, which take seconds
+
+import accelerate  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from accelerate import Accelerator  # noqa: E402
+from accelerate.state import AcceleratorState, GradientState, PartialState  # noqa: E402
+
+
+LOG_LIMIT_BYTES = 1_000_000  # per snippet and rank: a snippet printing 50 MB keeps its first megabyte
+
+
+class CappedLog:
+    """A text log that keeps the first `limit` characters and then one line saying how much was cut."""
+
+    def __init__(self, path, limit=LOG_LIMIT_BYTES):
+        self.file, self.limit, self.written, self.cut = open(path, "w"), limit, 0, 0
+
+    def write(self, text):
+        room = self.limit - self.written
+        if room > 0:
+            self.file.write(text[:room])
+        self.written += min(len(text), max(room, 0))
+        self.cut += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def flush(self):
+        self.file.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.cut:
+            self.file.write(f"\n[output cut: {self.cut} more characters after the first {self.limit} were not kept]\n")
+        self.file.close()
 
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout: verify.mutation
 from verify import mutation  # noqa: E402
@@ -125,7 +173,7 @@ def main(manifest_path):
         sys.argv = [path]
         patch = None
         try:
-            with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            with CappedLog(log_path) as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 # A mutant: the library broken the way a wrong answer says, for this run only.
                 if snippet.get("mutant"):
                     patch = mutation.apply(snippet["mutant"]["name"], snippet["mutant"]["source"])
