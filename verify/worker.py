@@ -66,6 +66,12 @@ class CappedLog:
     def flush(self):
         self.file.flush()
 
+    def isatty(self):  # libraries ask before colouring their output (transformers' loading report does)
+        return False
+
+    def __getattr__(self, name):  # anything else a stream has (encoding, fileno, ...) is the file's
+        return getattr(self.file, name)
+
     def __enter__(self):
         return self
 
