@@ -19,7 +19,8 @@ accelerator = Accelerator()
 world = accelerator.num_processes
 mesh = init_device_mesh(accelerator.device.type, (world,))  # one dimension: every rank is a TP rank
 torch.manual_seed(0)  # the same dense weights and inputs on every rank
-dense = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(accelerator.device)
+# 24 hidden units divide evenly over 2, 3 or 4 ranks (16 over 3 ranks crashed in the row-parallel matmul).
+dense = torch.nn.Sequential(torch.nn.Linear(8, 24), torch.nn.ReLU(), torch.nn.Linear(24, 4)).to(accelerator.device)
 x = torch.randn(5, 8, device=accelerator.device)
 
 tensor_parallel = parallelize_module(copy.deepcopy(dense), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})

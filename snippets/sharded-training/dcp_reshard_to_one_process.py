@@ -1,8 +1,9 @@
 # Resharding a checkpoint: torch.distributed.checkpoint (DCP) saves each rank's shards together with
 # global metadata (which slice of which tensor each file holds), so a different number of processes,
 # here ONE process with no process group, can load it into an unsharded model. Saved from 2 FSDP2
-# ranks, loaded by each rank alone with no_dist=True. Negative control: what a rank's own shard
-# holds without that metadata: half of every weight.
+# ranks, loaded by each rank alone with no_dist=True. Negative control: the same program with the
+# dcp.load left out (the unsharded model keeps its own initial weights). Reported beside it: the share
+# of the elements that a rank's own shards hold (half of every weight), all a per-rank file could give.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/dcp_reshard_to_one_process.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -46,21 +47,29 @@ dist.broadcast_object_list(folder)  # one checkpoint folder, written by every ra
 dcp.save(sharded_state, checkpoint_id=folder[0])
 accelerator.wait_for_everyone()
 
-# Each rank now acts as a lone process (world size 1) with a differently initialised, unsharded model.
-restored = make_model(seed=1)
-target = restored.state_dict()
-dcp.load(target, checkpoint_id=folder[0], no_dist=True)
-restored.load_state_dict(target)
-equal_elements = sum((restored.state_dict()[name] == weight).sum().item() for name, weight in full_weights.items())
-in_own_shard = sum(tensor.to_local().numel() for tensor in sharded_state.values())
 
+
+def share_restored(load):
+    """Each rank, as a lone process (world size 1): a differently initialised, unsharded model, loaded
+    from the checkpoint (or not); the share of its elements that equal the trained weights."""
+    restored = make_model(seed=1)
+    target = restored.state_dict()
+    if load:
+        dcp.load(target, checkpoint_id=folder[0], no_dist=True)
+    restored.load_state_dict(target)
+    equal = sum((restored.state_dict()[name] == weight).sum().item() for name, weight in full_weights.items())
+    return equal / total
+
+
+in_own_shard = sum(tensor.to_local().numel() for tensor in sharded_state.values())
 _claims.equal(
     "one_process_loads_a_checkpoint_saved_by_two",
-    measured=equal_elements / total,
-    control=in_own_shard / total,
+    measured=share_restored(load=True),
+    control=share_restored(load=False),
     expected=1.0,
     saved_by_ranks=world,
     elements=total,
+    share_in_own_shards=in_own_shard / total,
 )
 accelerator.wait_for_everyone()
 if accelerator.is_main_process:
