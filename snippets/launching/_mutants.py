@@ -111,6 +111,52 @@ def gloo_default_timeout_is_10_minutes(patch):
     patch.replace(c10d, "_get_default_timeout", TenMinutes())
 
 
+@mutant("accelerate-launch-exports-bf16",
+        "accelerate launch exports ACCELERATE_MIXED_PRECISION=bf16 to its workers (as a config with mixed_precision: "
+        "bf16 does), so a plain Accelerator() under it trains in bf16 where torchrun's workers, which get no "
+        "ACCELERATE_* variable, train in fp32")
+def accelerate_launch_exports_bf16(patch):
+    import accelerate.state as state_module
+
+    patch.setenv("ACCELERATE_MIXED_PRECISION", "bf16")  # what this launch's workers would have been given
+    original = state_module.parse_choice_from_env
+
+    class ReadsTheVariable:  # not a plain function: only reading bf16 from the variable records a run
+        def __call__(self, key, default="no"):
+            value = original(key, default)
+            if key == "ACCELERATE_MIXED_PRECISION" and value == "bf16":
+                patch.ran()
+            return value
+
+    patch.replace(state_module, "parse_choice_from_env", ReadsTheVariable())
+
+
+@mutant("cpu-flag-starts-num-processes",
+        "accelerate launch --cpu --num_processes 2 starts 2 CPU processes (torch elastic's launcher, gloo), "
+        "not one plain process")
+def cpu_flag_starts_num_processes(patch):
+    import os
+    import socket
+
+    import accelerate.commands.launch as launch_module
+
+    original = launch_module.simple_launcher
+
+    class SimpleLauncher:  # not a plain function: only taking the multi-process path records a run
+        def __call__(self, args):
+            if not (args.cpu and args.num_processes > 1):
+                return original(args)
+            patch.ran()  # in the launcher, a fork of the rank: the patch's flag is in shared memory
+            if args.main_process_port is None:
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    args.main_process_port = probe.getsockname()[1]
+            os.environ["ACCELERATE_USE_CPU"] = "true"  # the launcher's own environment, passed to its workers
+            return launch_module.multi_gpu_launcher(args)
+
+    patch.replace(launch_module, "simple_launcher", SimpleLauncher())
+
+
 @mutant("local-process-index-is-global-rank",
         "Accelerate takes the local process index (the device index) from the global rank, not LOCAL_RANK")
 def local_process_index_is_global_rank(patch):

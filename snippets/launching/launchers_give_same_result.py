@@ -4,25 +4,31 @@
 # into a script and runs that as two child launches at once: `torchrun --nproc_per_node 2` (what the
 # deprecated `python -m torch.distributed.launch --use_env` became) and
 # `accelerate launch --cpu --num_processes 2`, which starts ONE process.
-# It also parses the handout's command, whose "–" (en dash) is not an option prefix.
+# Each child launcher is a fork of rank 0 that calls the launcher's own entry point with the command
+# line's arguments (torch.distributed.run.main, which `torchrun` runs; accelerate's launch_command, which
+# `accelerate launch` runs), in a cleaned environment: the fork has torch imported already, so only the
+# workers the launchers start are fresh interpreters.
 # Negative controls: the same function with another seed ends elsewhere; our --multi_gpu launch has 2
-# processes; torchrun's module is not deprecated; with ASCII "--" the command parses as meant.
+# processes. (The handout's en-dash command and the deprecation: launch_module_deprecated.py.)
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/launchers_give_same_result.py
-#   (ACCELERATE_USE_CPU=true only on a machine without GPUs; ~6 s: two child launches)
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs; ~5 s: two child launches, three fresh workers)
+import gc
 import inspect
 import json
 import os
 import pathlib
+import signal
 import socket
-import subprocess
 import sys
 import tempfile
+import time
+import traceback
 
 import torch
-import torch.distributed.launch
 import torch.distributed.run
 from accelerate import Accelerator
+from accelerate.commands.launch import launch_command, launch_command_parser
 from accelerate.utils import gather_object, set_seed
 
 import _claims
@@ -81,19 +87,58 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(name, launcher, script, use_cpu=True):
-    """Start one child launch; each of its processes writes a JSON file into its own folder."""
+def accelerate_launch(argv):
+    """What the `accelerate launch` command runs (accelerate/commands/launch.py, main)."""
+    launch_command(launch_command_parser().parse_args(argv))
+
+
+def start(name, entry_point, argv, script, use_cpu=True):
+    """Fork rank 0 into a child launcher that runs `entry_point(argv + [script, out])`, as the command line
+    would; each process the launcher starts writes a JSON file into `out`."""
     out = pathlib.Path(workdir, name)
     out.mkdir()
-    command = [sys.executable, "-m", *launcher, script, str(out)]
-    return out, subprocess.Popen(command, env=clean_env(use_cpu), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
+    log = pathlib.Path(workdir, f"{name}.log")
+    pid = os.fork()
+    if pid == 0:  # the child launcher
+        code = 1
+        try:
+            gc.disable()  # never free the parent's torch objects (its process group) here
+            with open(log, "w") as sink:  # the launcher's and its workers' output
+                os.dup2(sink.fileno(), 1)
+                os.dup2(sink.fileno(), 2)
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # not the harness's log of rank 0
+            sys.stderr = open(2, "w", buffering=1, closefd=False)
+            os.environ.clear()
+            os.environ.update(clean_env(use_cpu))
+            sys.argv = [name, *argv, script, str(out)]
+            entry_point([*argv, script, str(out)])
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        except BaseException:  # noqa: BLE001  report it in the log, then leave
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)  # no atexit, no teardown of the copied harness state
+    return out, log, pid
 
 
-def finish(name, out, child):
-    _, stderr = child.communicate(timeout=90)
-    if child.returncode != 0:  # show the child's own error, not just its exit code
-        raise RuntimeError(f"{name} launch failed ({child.returncode}):\n{stderr[-3000:]}")
+def finish(name, out, log, pid, timeout=90):
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGTERM)  # the elastic agent stops its workers on SIGTERM
+            _, status = os.waitpid(pid, 0)
+            code = f"killed after {timeout} s"
+            break
+        time.sleep(0.05)
+    if code != 0:  # show the child's own error, not just its exit code
+        raise RuntimeError(f"{name} launch failed ({code}):\n{log.read_text()[-3000:]}")
     return [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
 
 
@@ -106,12 +151,14 @@ if accelerator.is_main_process:
     with tempfile.TemporaryDirectory() as workdir:
         script = os.path.join(workdir, "train.py")
         pathlib.Path(script).write_text(CHILD)
-        children = {  # both at once: each is mostly the import of torch, in three processes
-            "torchrun": start("torchrun", ["torch.distributed.run", "--nproc_per_node", "2",
-                                           "--master_port", str(free_port())], script),
-            "cpu_flag": start("cpu_flag", ["accelerate.commands.launch", "--cpu", "--num_processes", "2",
-                                           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend",
-                                           "no"], script, use_cpu=False),
+        children = {  # both at once: each is mostly the import of torch in the workers
+            # torchrun --nproc_per_node 2 --master_port PORT train.py OUT
+            "torchrun": start("torchrun", torch.distributed.run.main,
+                              ["--nproc_per_node", "2", "--master_port", str(free_port())], script),
+            # accelerate launch --cpu --num_processes 2 ... train.py OUT
+            "cpu_flag": start("cpu_flag", accelerate_launch,
+                              ["--cpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+                               "--dynamo_backend", "no"], script, use_cpu=False),
         }
         results = {name: finish(name, *child) for name, child in children.items()}
         results["accelerate"] = ours
@@ -136,22 +183,3 @@ if accelerator.is_main_process:
         expected=1,
         cpu_flag_ranks=[(r["world"], r["type"]) for r in results["cpu_flag"]],
     )
-
-# The handout's method two, as printed, and with ASCII "--": parse only, start nothing.
-handout = torch.distributed.launch.parse_args(["–nproc_per_node", "2", "–use_env", "multi-gpu-accelerate-cls.py"])
-ascii_ = torch.distributed.launch.parse_args(["--nproc_per_node", "2", "--use_env", "multi-gpu-accelerate-cls.py"])
-_claims.equal(
-    "en_dash_flags_become_the_script_name",
-    measured=[handout.training_script, str(handout.nproc_per_node), handout.use_env],
-    control=[ascii_.training_script, str(ascii_.nproc_per_node), ascii_.use_env],
-    expected=["–nproc_per_node", "1", False],
-    handout_script_args=handout.training_script_args,
-)
-# torch.distributed.launch.main carries typing_extensions' @deprecated; torchrun's main does not.
-_claims.equal(
-    "torch_distributed_launch_is_deprecated",
-    measured="Use torchrun" in (getattr(torch.distributed.launch.main, "__deprecated__", None) or ""),
-    control="Use torchrun" in (getattr(torch.distributed.run.main, "__deprecated__", None) or ""),
-    expected=True,
-    message=getattr(torch.distributed.launch.main, "__deprecated__", None),
-)

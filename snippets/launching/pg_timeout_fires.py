@@ -11,7 +11,7 @@
 # InitProcessGroupKwargs with a timeout set; the short-timeout group's own timeout.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/pg_timeout_fires.py
-#   (~3 s: it waits for a timeout to fire and then 2 s more on the control)
+#   (~2.5 s: it waits for a 1-s timeout to fire and then 1 s more on the control)
 import datetime
 import gc
 import multiprocessing
@@ -31,8 +31,10 @@ import _claims
 
 SHORT = datetime.timedelta(seconds=1)
 HARD_DEADLINE_S = 60  # no child outlives this, whatever happens
-CONTROL_EXTRA_S = 2.0  # the control pair keeps waiting this long after the short one fired
-WAIT_S = 10.0  # rank 0 listens this long at most for the 1-s timeout to fire (it fires after ~1 s)
+BUILD_S = 20.0  # rank 0 waits this long at most for both pairs to build their groups (~0.5 s)
+FIRE_S = 4.0  # after the short pair's group is built, its 1-s timeout gets this long to fire
+CONTROL_EXTRA_S = 1.0  # the control pair keeps waiting this long after the short one fired, and at least
+# SHORT + CONTROL_EXTRA_S after its own group was built: twice the short timeout
 
 accelerator = Accelerator()
 
@@ -90,6 +92,7 @@ if accelerator.is_main_process:
     results = context.Queue()
     children = []
     seen = {}
+    started = time.monotonic()
     try:
         for name, init_kwargs in (("short", short_kwargs), ("default", default_kwargs)):
             port = free_port()
@@ -97,18 +100,28 @@ if accelerator.is_main_process:
                 child = context.Process(target=member, args=(name, rank, port, init_kwargs, results), daemon=True)
                 child.start()
                 children.append(child)
-        deadline = time.monotonic() + WAIT_S
+        built_at = {}  # when each pair's rank 0 reported its group built (rank 1 is then in all_reduce)
         fired_at = None
-        while time.monotonic() < deadline:
-            if fired_at is not None and time.monotonic() > fired_at + CONTROL_EXTRA_S:
-                break
+
+        def listening():
+            now = time.monotonic()
+            if len(built_at) < 2:  # a pair still building its group (or crashed): wait for the build
+                return now < started + BUILD_S and not any(o["outcome"] == "crashed" for o in seen.values())
+            if fired_at is None:  # the 1-s timeout has not fired yet
+                return now < built_at["short"] + SHORT.total_seconds() + FIRE_S
+            return now < max(fired_at, built_at["default"] + SHORT.total_seconds()) + CONTROL_EXTRA_S
+
+        while listening():
             try:
-                name, rank, timeout, outcome, message, seconds = results.get(timeout=0.1)
+                name, rank, timeout, outcome, message, seconds = results.get(timeout=0.05)
             except queue.Empty:
                 continue
             seen[(name, rank)] = {"timeout_s": timeout, "outcome": outcome, "message": message, "seconds": seconds}
+            if rank == 0 and outcome == "idle":
+                built_at[name] = time.monotonic()
             if (name, rank) == ("short", 1):
                 fired_at = time.monotonic()
+        listened_s = time.monotonic() - started
     finally:
         for child in children:
             child.kill()
@@ -127,6 +140,7 @@ if accelerator.is_main_process:
         short_rank1=seen.get(("short", 1)),
         default_rank1=seen.get(("default", 1), "still waiting in all_reduce when killed"),
         control_waited_extra_s=CONTROL_EXTRA_S,
+        listened_s=round(listened_s, 2),  # from the forks to the last report
         children_heard_from=sorted(f"{name}/{rank}" for name, rank in seen),
         exit_codes=[child.exitcode for child in children],  # -9: killed by us at the end, as planned
     )
