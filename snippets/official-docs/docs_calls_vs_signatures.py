@@ -7,7 +7,8 @@
 #    FullyShardedDataParallelPlugin(..., fsdp_auto_wrap_policy=...) (auto_wrap_policy).
 # 2. basic_tutorials/execution.md: @accelerator.on_local_process(local_process_idx=0) (local_process_index).
 # 3. concept_guides/training_tpu.md: Accelerator(mixed_precision="bf16", downcast_bf16=True): Accelerator has no
-#    such parameter; downcasting is set by `accelerate launch --downcast_bf16` (ACCELERATE_DOWNCAST_BF16).
+#    such parameter; on TPU, AcceleratorState reads the environment variable ACCELERATE_DOWNCAST_BF16 instead
+#    (accelerate/state.py). `accelerate launch --downcast_bf16` sets XLA_DOWNCAST_BF16, not that variable.
 # 4. Two docstrings of the installed Accelerator (read with inspect, so the text is the release's): join_uneven_inputs
 #    builds Accelerator(even_batches=True) (now DataLoaderConfiguration(even_batches=...)), and profile builds
 #    Accelerator(kwarg_handler=[kwargs]) twice (kwargs_handlers).
@@ -24,7 +25,13 @@ import warnings
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, GradientState
-from accelerate.utils import DataLoaderConfiguration, FP8RecipeKwargs, FullyShardedDataParallelPlugin, ProfileKwargs
+from accelerate.utils import (
+    DataLoaderConfiguration,
+    FP8RecipeKwargs,
+    FullyShardedDataParallelPlugin,
+    MSAMPRecipeKwargs,
+    ProfileKwargs,
+)
 
 import _claims
 from _doc_excerpts import EXCERPTS
@@ -118,7 +125,9 @@ _claims.equal(
     expected=1,
     doc_line=recipe_line,
     documented=recipe_documented,
-    corrected=recipe_corrected,  # accepted; FP8RecipeKwargs then needs TransformerEngine, absent here
+    corrected=recipe_corrected,  # bound; FP8RecipeKwargs then runs TERecipeKwargs's TransformerEngine check
+    # the class the guide's own text recommends (line 42), with the right keyword: built, no backend needed
+    msamp_recipe_kwargs=outcome('MSAMPRecipeKwargs(opt_level="O2")', {"MSAMPRecipeKwargs": MSAMPRecipeKwargs}),
 )
 
 (plugin, plugin_line), = statements("lp_ao", "FullyShardedDataParallelPlugin")
@@ -158,7 +167,7 @@ _claims.equal(
 # --- 3. training_tpu.md: downcast_bf16 -------------------------------------------------------------------------------
 source, tpu_line = block("tpu_downcast")
 tpu_documented = outcome(source, {"Accelerator": Accelerator})
-os.environ["ACCELERATE_DOWNCAST_BF16"] = "true"  # what `accelerate launch --downcast_bf16` sets (used on TPU only)
+os.environ["ACCELERATE_DOWNCAST_BF16"] = "true"  # the variable AcceleratorState reads (on TPU only)
 try:
     tpu_corrected = outcome(source.replace(", downcast_bf16=True", ""), {"Accelerator": Accelerator})
 finally:
