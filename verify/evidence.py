@@ -11,13 +11,15 @@ import os
 import platform
 from pathlib import Path
 
-from verify.pages import ROOT, Proof
+from verify.pages import REFERENCE_DIR, ROOT, Proof
 from verify.runner import LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
 
 # Where `pytest verify` writes and the site reads; a test points both elsewhere.
 EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", ROOT / ".verify" / "evidence"))
+# The committed reference set the site falls back on (never read by the harness); a test points it elsewhere.
+REFERENCE_EVIDENCE_DIR = Path(os.environ.get("VERIFY_REFERENCE_DIR", REFERENCE_DIR))
 
 
 def versions() -> dict:
@@ -134,6 +136,16 @@ def write(evidence: dict, evidence_dir: Path = EVIDENCE_DIR) -> Path:
 def read(snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     path = evidence_dir / f"{Path(snippet).stem}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def shown(snippet: str, evidence_dir: Path | None = None, reference_dir: Path | None = None) -> dict | None:
+    """What the site shows for a snippet: this machine's evidence, else the committed reference evidence
+    (marked `"reference": True`; it names its machine). Only the site reads the reference set."""
+    found = read(snippet, evidence_dir or EVIDENCE_DIR)
+    if found is not None:
+        return found
+    found = read(snippet, reference_dir or REFERENCE_EVIDENCE_DIR)
+    return {**found, "reference": True} if found is not None else None
 
 
 def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:

@@ -52,7 +52,7 @@ def topic_title(topic: str) -> str:
 
 def current_evidence(snippet: str, declared: dict) -> dict | None:
     """The latest evidence of a snippet, or None when there is none or it predates the page's claims."""
-    found = evidence.read(snippet)
+    found = evidence.shown(snippet)
     if not found:
         return None
     return found if evidence.matches_claims(found, declared) else None
