@@ -83,6 +83,11 @@ def claim_count(page: Page) -> int:
     return sum(len(proof.claims) for proof in page.proofs)
 
 
+def mutation_checked(page: Page) -> int:
+    """Claims that name the mutants (library bugs) that must break them (`breaks_when` in front matter)."""
+    return sum(bool(getattr(claim, "breaks_when", None)) for proof in page.proofs for claim in proof.claims.values())
+
+
 def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -109,8 +114,9 @@ def question_table(nav: list, from_page: Path) -> str:
             f'<td markdown="span">[{escape_link_text(page.title)}]({relative})</td>'
             f"<td>{html.escape(topic_title(page.topic))}</td>"
             f'<td><span class="qi-level qi-level--{difficulty}">{difficulty}</span></td>'
-            f'<td class="qi-claims">{claim_count(page)}</td>'
+            f'<td class="qi-claims"{checked_title(page)}>{claim_count(page)}{checked_note(page)}</td>'
             f'<td><span class="qi-status qi-status--{slugify(status)}" title="{html.escape(why)}">{status}</span></td>'
+            f'<td class="qi-history" data-question="{html.escape(page.slug)}">not yet</td>'
             "</tr>"
         )
     return "\n".join(
@@ -125,7 +131,7 @@ def question_table(nav: list, from_page: Path) -> str:
             '<div class="qi-scroll" markdown="1">',
             '<table class="qi-table" id="question-index" markdown="1">',
             '<thead markdown="1"><tr markdown="1"><th>Question</th><th>Topic</th><th>Difficulty</th>'
-            '<th class="qi-claims">Claims</th><th>Proof</th></tr></thead>',
+            '<th class="qi-claims">Claims</th><th>Proof</th><th>Your record</th></tr></thead>',
             "<tbody markdown=\"1\">",
             *rows,
             "</tbody>",
@@ -134,9 +140,22 @@ def question_table(nav: list, from_page: Path) -> str:
             "",
             "*Proof* is the verdict of the latest `pytest verify` run on the machine that built this site: "
             "**passed** (every claim held), **failed**, **no evidence yet** (not run since the claims last "
-            "changed), or **skipped (requires cuda)** (a proof that needs GPUs, on a machine without).",
+            "changed), or **skipped (requires cuda)** (a proof that needs GPUs, on a machine without). "
+            "*Your record* comes from your [mock interviews](mock-interview.md) in this browser: how often you "
+            "were asked, your last grade, and when the question is due again.",
         ]
     )
+
+
+def checked_note(page: Page) -> str:
+    checked = mutation_checked(page)
+    return f' <span class="qi-mutants">({checked} mutation-checked)</span>' if checked else ""
+
+
+def checked_title(page: Page) -> str:
+    checked = mutation_checked(page)
+    return (f' title="{checked} of {claim_count(page)} claims were also run against library bugs made on purpose, '
+            'and failed there as they must"') if checked else ""  # fmt: skip
 
 
 def escape_link_text(text: str) -> str:
