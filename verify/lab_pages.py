@@ -68,7 +68,8 @@ def use_executed_copies(files, cache_dir: Path | None = None):
         name = lab_name(file)
         executed = executed_copy(name) if name else None
         if executed is not None:
-            executed = cleaned_copy(executed, cache_dir or _evidence.ROOT / ".verify" / "site-labs")
+            # (a folder named labs: mkdocs-jupyter renders only paths that match its `labs/*.ipynb`)
+            executed = cleaned_copy(executed, cache_dir or _evidence.ROOT / ".verify" / "cleaned" / "labs")
             # mkdocs-jupyter's NotebookFile wraps the File (`.file`); abs_src_path is a cached
             # property of each, so set it on both
             for layer in {id(file): file, id(getattr(file, "file", file)): getattr(file, "file", file)}.values():

@@ -165,6 +165,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         markdown = markdown.replace("<!-- question-index -->", study.question_table(config["nav"] or [], source))
     if "<!-- cheat-sheet -->" in markdown:
         markdown = markdown.replace("<!-- cheat-sheet -->", study.cheat_sheet(config["nav"] or [], source))
+    if "<!-- cheat-sheet-compact -->" in markdown:
+        markdown = markdown.replace("<!-- cheat-sheet-compact -->", study.cheat_sheet_compact(config["nav"] or []))
     if "<!-- errata -->" in markdown:
         markdown = markdown.replace("<!-- errata -->", errata_table(config["nav"] or []))
     if "<!-- topic-questions -->" in markdown:
@@ -201,9 +203,32 @@ def on_files(files, config):
 ANSWER_DETAILS = re.compile(r'<details class="success">(\s*<summary>30-second answer</summary>)')
 
 
+CHINESE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff《》〈〉「」『』【】（）：，。、；？！\u3000-\u303f]*[\u3400-\u9fff\uf900-\ufaff]"
+                     r"[\u3400-\u9fff\uf900-\ufaff《》〈〉「」『』【】（）：，。、；？！\u3000-\u303f]*")
+RAW_ELEMENTS = ("script", "style", "pre", "textarea")
+
+
+def mark_chinese(html_text: str) -> str:
+    """Chinese runs of text get lang="zh", so screen readers and fonts treat them as Chinese."""
+    parts = re.split(r"(<[^>]*>)", html_text)
+    inside = None
+    for index, part in enumerate(parts):
+        if part.startswith("<"):
+            name = re.match(r"</?\s*([a-zA-Z0-9]+)", part)
+            tag = name.group(1).lower() if name else ""
+            if inside is None and tag in RAW_ELEMENTS and not part.startswith("</"):
+                inside = tag
+            elif inside == tag and part.startswith("</"):
+                inside = None
+        elif inside is None and part:
+            parts[index] = CHINESE.sub(lambda m: f'<span lang="zh">{m.group(0)}</span>', part)
+    return "".join(parts)
+
+
 def on_page_content(html_text, page, config, files):
     # The 30-second answer stays out of the search index, so search previews cannot give it away.
     html_text = ANSWER_DETAILS.sub(r'<details class="success" data-search-exclude>\1', html_text)
+    html_text = mark_chinese(html_text)
     return lab_pages.lab_page_content(html_text, page, config, evidence_block)
 
 

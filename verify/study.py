@@ -264,6 +264,24 @@ def cheat_sheet(nav: list, from_page: Path) -> str:
     return "\n".join(lines + ["", "</div>"])
 
 
+def cheat_sheet_compact(nav: list) -> str:
+    """Facts and numbers only, by topic, in three columns: at most two A4 pages when printed."""
+    topics: dict = {}
+    for page in ordered_questions(nav):
+        for fact in page.key_facts:
+            text = str(fact.get("fact", "")).strip()
+            if text:
+                topics.setdefault(page.topic, []).append(text)
+    if not topics:
+        return "*No page declares key facts yet.*"
+    lines = ['<div class="cheat-compact">']
+    for topic, facts in topics.items():
+        lines.append(f'<section class="cheat-compact-topic"><h2>{html.escape(topic_title(topic))}</h2><ul>')
+        lines += [f"<li>{inline_html(fact)}</li>" for fact in facts]
+        lines.append("</ul></section>")
+    return "\n".join(lines + ["</div>"])
+
+
 def fact_proof(page: Page, fact: dict, link: str) -> str:
     """The claim that proves a key fact (linked, with its latest measurement), or its source."""
     if fact.get("claim"):
