@@ -656,8 +656,9 @@ def test_review_mode_remembers_undoes_and_moves(site, own):
     first = tab.locator("#mock-card").get_attribute("data-question")
     tab.click("#mock-reveal")
     assert tab.locator("button[data-grade=knew]").is_visible()
-    assert tab.locator("button[data-grade=missed]").evaluate(
-        "e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }"), "grade buttons in view"
+    tab.wait_for_function(  # the grade buttons are scrolled into view
+        "() => { const r = document.querySelector('button[data-grade=missed]').getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom <= innerHeight; }", timeout=3000)
     tab.click("button[data-grade=missed]")
     tab.wait_for_selector("#mock-position:text('Question 2 of 3')")
     tab.click("#mock-undo")  # back to the first question, its grade forgotten

@@ -344,7 +344,7 @@
     this.timer = null;
     this.revealed = true;
     var grades = document.getElementById("mock-grades");
-    if (grades.scrollIntoView) grades.scrollIntoView({ block: "nearest" });
+    if (grades.scrollIntoView) grades.scrollIntoView({ block: "nearest", behavior: "instant" });
     var first = grades.querySelector("button");
     if (first) first.focus({ preventScroll: true });
   };
