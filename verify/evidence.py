@@ -15,6 +15,9 @@ from verify.pages import REFERENCE_DIR, ROOT, Proof
 from verify.runner import LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
+# Modules that only build the site: they never change a verdict, so they are no part of a fingerprint.
+SITE_MODULES = {"site_hooks.py", "evidence_box.py", "downloads.py", "reference.py", "study.py", "figures.py",
+                "lab_pages.py"}  # fmt: skip
 
 # Where `pytest verify` writes and the site reads; a test points both elsewhere.
 EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", ROOT / ".verify" / "evidence"))
@@ -37,7 +40,8 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
     installed versions, the launch asked for, and the harness itself. Equal fingerprints, same verdicts."""
     digest = hashlib.sha256()
     helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py")})
-    for path in [proof.path, *helpers, *sorted(HARNESS_DIR.glob("*.py"))]:
+    harness = [path for path in sorted(HARNESS_DIR.glob("*.py")) if path.name not in SITE_MODULES]
+    for path in [proof.path, *helpers, *harness]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     declared = {
         "claims": {claim_id: dataclasses.asdict(claim) for claim_id, claim in proof.claims.items()},

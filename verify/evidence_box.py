@@ -111,8 +111,8 @@ def machine(found: dict) -> str:
 
 
 def where_and_when(found: dict) -> str:
-    devices = sorted({str(device) for device in (found.get("device_per_rank") or {}).values() if device})
-    on = "the CPU" if devices == ["cpu"] else ", ".join(devices) or "an unrecorded device"
+    devices = sorted({str(device).split(":")[0] for device in (found.get("device_per_rank") or {}).values() if device})
+    on = {"cpu": "the CPU", "cuda": "GPUs"}.get(devices[0], devices[0]) if len(devices) == 1 else ", ".join(devices) or "an unrecorded device"
     versions = ", ".join(f"{name} {version}" for name, version in (found.get("versions") or {}).items() if version)
     seconds = found.get("snippet_seconds")
     took = f" The proof ran for {seconds:.2f} s." if isinstance(seconds, (int, float)) else ""
