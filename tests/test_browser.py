@@ -359,7 +359,8 @@ def tour(site, browser):
         tab.goto(base + path.removesuffix("index.html"), wait_until="load")
         images[path] = tab.eval_on_selector_all(
             "figure.study-figure img",
-            "imgs => imgs.map(img => ({src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0}))",
+            "imgs => imgs.map(img => ({src: img.getAttribute('src'), alt: img.alt, loaded: img.complete && img.naturalWidth > 0,"
+            " zoom: (img.closest('a') || {}).href || ''}))",
         )
     tab.close()
     errors, foreign = watch.errors[:], watch.foreign[:]
@@ -385,6 +386,7 @@ def test_figures_load_with_alt_text(tour):
             assert len(found) == 1, f"{question.slug}: figure {spec['id']} is not on the page"
             assert found[0]["alt"].startswith(spec["alt"].strip().rstrip(".")[:40]) and "Values:" in found[0]["alt"]
             assert found[0]["loaded"], f"{question.slug}: figure {spec['id']} did not load"
+            assert found[0]["zoom"].endswith(f"/{spec['id']}.svg"), "on a phone a figure opens full size"
             drawn += 1
     assert drawn >= 6
 
@@ -597,6 +599,7 @@ def test_the_evidence_box_reads_as_sentences_and_numbers(site, page):
     assert "exactly 32768" in numbers
     assert row.locator(".ev-verdict").inner_text().startswith("Held")
     assert info["whole_claim"] in row.locator(".ev-id").inner_text()
+    assert row.locator(".ev-id code").evaluate("e => getComputedStyle(e).wordBreak") == "normal"
     where = box.locator(".ev-where").inner_text()
     assert "2 January 2026" in where and "torch 9.9.9" in where and "2 processes on the CPU" in where
     # the claim id never breaks mid-word on a desktop
@@ -761,9 +764,16 @@ def test_chinese_text_is_marked_and_buttons_are_legible(site, page):
     ratios = page.eval_on_selector_all(".md-typeset .md-button", CONTRAST)
     assert ratios and min(ratios) >= 4.5, ratios
     page.hover("#mock-start")
+    page.wait_for_timeout(400)
     assert page.eval_on_selector("#mock-start", CONTRAST_ONE) >= 4.5
     page.focus("#mock-start")
+    page.wait_for_timeout(400)
     assert page.eval_on_selector("#mock-start", CONTRAST_ONE) >= 4.5
+    page.click("#mock-start")
+    page.click("#mock-reveal")  # Reveal, now disabled ("Answer shown")
+    page.wait_for_timeout(400)  # Material's buttons fade their colours in 125 ms
+    assert page.eval_on_selector("#mock-reveal", CONTRAST_ONE) >= 4.5
+    assert min(page.eval_on_selector_all(".mock-grade", CONTRAST)) >= 4.5
 
 
 CONTRAST_ONE = """e => {
@@ -797,3 +807,30 @@ def test_the_404_page_works_under_a_sub_path(site, own):
     assert tab.evaluate("getComputedStyle(document.querySelector('.md-header')).position") in ("sticky", "fixed")
     home = tab.locator("a.md-header__button.md-logo").evaluate("a => a.href")
     assert home.rstrip("/") == base.rstrip("/"), home
+
+
+def test_on_a_phone_no_page_scrolls_sideways(site, own):
+    """Every page at 390 px: wide tables and code scroll inside themselves, the page never does."""
+    base, folder, _ = site
+    tab = own(viewport={"width": 390, "height": 844})
+    wide = []
+    for path in sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.html")):
+        if path == "404.html":
+            continue
+        tab.goto(base + path.removesuffix("index.html"), wait_until="load")
+        overflow = tab.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        if overflow > 0:
+            wide.append(f"{path}: {overflow} px")
+    assert wide == []
+
+
+def test_a_lab_downloads_as_a_notebook_and_shares_its_styles(site, page):
+    base, folder, statuses = site
+    page.goto(base + f"labs/{statuses['lab']}/")
+    with page.expect_download() as download:
+        page.locator(f"a[href$='{statuses['lab']}.ipynb']").first.click()
+    notebook = json.loads(Path(download.value.path()).read_text())
+    assert notebook["nbformat"] == 4 and any(cell["cell_type"] == "code" for cell in notebook["cells"])
+    assert page.locator("link[href$='assets/notebook.css']").count() == 1  # one file, cached for every lab
+    html = (folder / "labs" / statuses["lab"] / "index.html").read_text()
+    assert "<style type=\"text/css\">" not in html

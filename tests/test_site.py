@@ -130,3 +130,18 @@ def test_a_lab_page_builds_from_its_executed_copy(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     page = (site / "labs" / source.stem / "index.html").read_text()
     assert "Outputs of the latest" in text_of(page)
+
+
+def test_the_committed_reference_evidence_speaks_for_the_pages_claims():
+    """What a fresh clone shows: each reference file names its machine and matches its page's claims
+    (`python -m verify.reference --check` also lists the proofs it lacks)."""
+    from verify import evidence, labs, reference
+    from verify.pages import REFERENCE_DIR, all_proofs, load_pages
+
+    proofs = {f"{Path(p.snippet).stem}.json": p for p in all_proofs(load_pages()) + labs.load_labs()[0]}
+    for path in sorted(REFERENCE_DIR.glob("*.json")):
+        found = json.loads(path.read_text())
+        assert path.name in proofs, f"{path.name}: no page declares this proof any more"
+        assert found.get("machine"), f"{path.name}: says nothing of the machine it was measured on"
+        assert evidence.matches_claims(found, proofs[path.name].claims), f"{path.name}: predates its page's claims"
+    assert all("predates" not in problem for problem in reference.check())

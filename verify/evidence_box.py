@@ -137,6 +137,11 @@ def stale(found: dict, proof: Proof | None) -> bool:
     return recorded != evidence.fingerprint(proof, LaunchSettings(num_processes=proof.world_size(2), use_cpu=True))
 
 
+def breakable(claim_id: str) -> str:
+    """A claim id that may wrap after its underscores only, never inside a word."""
+    return esc(claim_id).replace("_", "_<wbr>")
+
+
 def claim_anchor(claim_id: str) -> str:
     return f"claim-{claim_id}"
 
@@ -199,7 +204,7 @@ def claim_row(claim: dict, declared: dict) -> str:
         f'<p class="ev-says">{esc(says)}</p>'
         f'<dl class="ev-numbers">{numbers}</dl>'
         f'<p class="ev-verdict ev-verdict--{kind}">{esc(words)}</p>{also}'
-        f'<p class="ev-id">claim <code>{esc(claim_id)}</code></p>'
+        f'<p class="ev-id">claim <code>{breakable(claim_id)}</code></p>'
         "</div>"
     )
 

@@ -99,7 +99,7 @@ def question_table(nav: list, from_page: Path) -> str:
     """An HTML table (md_in_html, so mkdocs checks and rewrites the links) with filters above it."""
     pages = ordered_questions(nav)
     topics = list(dict.fromkeys(page.topic for page in pages))
-    options = "".join(f'<option value="{t}">{html.escape(topic_title(t))}</option>' for t in topics)
+    options = "".join(f'<option value="{html.escape(t)}">{html.escape(topic_title(t))}</option>' for t in topics)
     unrated = ("unrated",) if any(page.difficulty not in DIFFICULTIES for page in pages) else ()
     levels = "".join(f'<option value="{level}">{level}</option>' for level in DIFFICULTIES + unrated)
     statuses = "".join(f'<option value="{slugify(s)}">{s}</option>' for s in STATUSES)
@@ -110,10 +110,11 @@ def question_table(nav: list, from_page: Path) -> str:
         status, why = proof_status(page)
         difficulty = page.difficulty or "unrated"
         rows.append(
-            f'<tr data-topic="{page.topic}" data-difficulty="{difficulty}" data-status="{slugify(status)}" markdown="1">'
+            f'<tr data-topic="{html.escape(page.topic)}" data-difficulty="{html.escape(difficulty)}" '
+            f'data-status="{slugify(status)}" markdown="1">'
             f'<td markdown="span">[{escape_link_text(page.title)}]({relative})</td>'
             f"<td>{html.escape(topic_title(page.topic))}</td>"
-            f'<td><span class="qi-level qi-level--{difficulty}">{difficulty}</span></td>'
+            f'<td><span class="qi-level qi-level--{slugify(difficulty)}">{html.escape(difficulty)}</span></td>'
             f'<td class="qi-claims"{checked_title(page)}>{claim_count(page)}{checked_note(page)}</td>'
             f'<td><span class="qi-status qi-status--{slugify(status)}" title="{html.escape(why)}">{status}</span></td>'
             f'<td class="qi-history" data-question="{html.escape(page.slug)}">not yet</td>'
