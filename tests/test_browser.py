@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.test_site import build
-from verify import figures, study
+from verify import evidence, figures, study
 from verify.pages import DOCS_DIR, load_pages, question_pages
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -99,7 +99,7 @@ def decorate_evidence(evidence_dir: Path) -> dict:
                     "reports": [{"rank": 0, "measured": 0.68, "control": 0.41, "op": "<=", "bound": 1e-06}]}]}]  # fmt: skip
     path.write_text(json.dumps(record))
     path = evidence_dir / f"{Path(stale.proofs[0].snippet).stem}.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), "fingerprint": "0" * 64}))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "fingerprint": "0" * 64, "versions": evidence.versions()}))
     for proof in failing.proofs:
         path = evidence_dir / f"{Path(proof.snippet).stem}.json"
         if path.exists():

@@ -61,12 +61,16 @@ def test_evidence_of_an_earlier_snippet_says_so(evidence_dir):
     proof = load_page(PAGE).proofs[0]
     claims = [claim(c, d.says) for c, d in proof.claims.items()]
     path = evidence_dir / "ddp_gradients_match_full_batch.json"
-    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64)))
+    here = evidence.versions()
+    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions=here)))
     assert "measured on an earlier version of this snippet" in evidence_box.box(proof, "data-parallel-accuracy")
+    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions={**here, "torch": "9.9.9"})))
+    html = evidence_box.box(proof, "data-parallel-accuracy")
+    assert f"Measured with torch 9.9.9; this site was built with torch {here['torch']}" in html
     from verify.runner import LaunchSettings
 
     current = evidence.fingerprint(proof, LaunchSettings(num_processes=2, use_cpu=True))
-    path.write_text(json.dumps(record(proof, claims, fingerprint=current)))
+    path.write_text(json.dumps(record(proof, claims, fingerprint=current, versions=here)))
     html = evidence_box.box(proof, "data-parallel-accuracy")
     assert "earlier version" not in html and "Evidence: every claim held" in html
     assert "Measured on the machine that built this site (Linux x86_64 machine) on 2 January 2026" in html

@@ -142,6 +142,17 @@ def breakable(claim_id: str) -> str:
     return esc(claim_id).replace("_", "_<wbr>")
 
 
+def versions_differ(found: dict) -> tuple[str, str] | None:
+    """(theirs, ours) in words when the evidence was measured with other package versions than installed here."""
+    recorded = found.get("versions") or {}
+    installed = evidence.versions()
+    names = [name for name in installed if recorded.get(name) != installed[name]]
+    if not names or not recorded:
+        return None
+    return (", ".join(f"{name} {recorded.get(name) or 'none'}" for name in names),
+            ", ".join(f"{name} {installed[name] or 'none'}" for name in names))  # fmt: skip
+
+
 def claim_anchor(claim_id: str) -> str:
     return f"claim-{claim_id}"
 
@@ -270,10 +281,14 @@ def box(proof: Proof, slug: str) -> str:
     if passed and found.get("reference"):
         title += " (reference run)"
     notes = [f'<p class="ev-where">{esc(where_and_when(found))}</p>']
-    if stale(found, proof):
+    other_versions = versions_differ(found)
+    if stale(found, proof) and other_versions:
+        notes.append(f'<p class="ev-stale">Measured with {esc(other_versions[0])}; this site was built with '
+                     f"{esc(other_versions[1])}. Rerun it to measure yours: <code>{esc(rerun)}</code>.</p>")  # fmt: skip
+    elif stale(found, proof):
         notes.append(
             '<p class="ev-stale">This evidence was measured on an earlier version of this snippet (or of its '
-            "helpers, the harness or the installed packages) than the code shown above. Rerun it: "
+            "helpers or the harness) than the code shown above. Rerun it: "
             f"<code>{esc(rerun)}</code>.</p>"
         )
     elif found.get("reference"):
