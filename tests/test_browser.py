@@ -774,6 +774,12 @@ def test_chinese_text_is_marked_and_buttons_are_legible(site, page):
     page.wait_for_timeout(400)  # Material's buttons fade their colours in 125 ms
     assert page.eval_on_selector("#mock-reveal", CONTRAST_ONE) >= 4.5
     assert min(page.eval_on_selector_all(".mock-grade", CONTRAST)) >= 4.5
+    page.locator("form[data-md-component=palette] label").first.click()  # the dark scheme
+    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    page.wait_for_timeout(400)
+    dark = page.eval_on_selector_all(".md-typeset .md-button", CONTRAST)
+    assert dark and min(dark) >= 4.5, dark
+    page.locator("form[data-md-component=palette] label:visible").first.click()  # back to light for the next tests
 
 
 CONTRAST_ONE = """e => {

@@ -73,7 +73,7 @@ def test_evidence_of_an_earlier_snippet_says_so(evidence_dir):
     path.write_text(json.dumps(record(proof, claims, fingerprint=current, versions=here)))
     html = evidence_box.box(proof, "data-parallel-accuracy")
     assert "earlier version" not in html and "Evidence: every claim held" in html
-    assert "Measured on the machine that built this site (Linux x86_64 machine) on 2 January 2026" in html
+    assert "Measured on 2 January 2026 on the machine that built this site (Linux x86_64 machine)" in html
 
 
 def mutant_evidence(proof, status="killed"):
@@ -117,7 +117,7 @@ def test_reference_evidence_is_labelled_and_local_evidence_wins(evidence_dir, tm
     reference_record = record(proof, claims, machine="a Linux x86_64 machine with 2 CPU cores (Test CPU), no GPU")
     (tmp_path / "reference" / "ddp_gradients_match_full_batch.json").write_text(json.dumps(reference_record))
     html = evidence_box.box(proof, page.slug)
-    assert "Reference evidence, measured on a Linux x86_64 machine with 2 CPU cores (Test CPU), no GPU on 2 January 2026" in html
+    assert "Reference evidence, measured on 2 January 2026 on a Linux x86_64 machine with 2 CPU cores (Test CPU), no GPU (not" in html
     assert "(reference run)" in html and "python -m pytest verify -k data-parallel-accuracy" in html
     (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, claims)))
     assert "Reference evidence" not in evidence_box.box(proof, page.slug)

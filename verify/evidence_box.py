@@ -117,12 +117,13 @@ def where_and_when(found: dict) -> str:
     seconds = found.get("snippet_seconds")
     took = f" The proof ran for {seconds:.2f} s." if isinstance(seconds, (int, float)) else ""
     size = found.get("world_size")
+    day = when(found.get("date"))
     if found.get("reference"):
-        whose = (f"Reference evidence, measured on {machine(found) or 'a reference machine'} on {when(found.get('date'))}, not on the "
-                 "machine that built this site")  # fmt: skip
+        whose = (f"Reference evidence, measured on {day} on {machine(found) or 'a reference machine'} (not the "
+                 "machine that built this site)")  # fmt: skip
     else:
         what = f" ({machine(found)})" if machine(found) else ""
-        whose = f"Measured on the machine that built this site{what} on {when(found.get('date'))}"
+        whose = f"Measured on {day} on the machine that built this site{what}"
     return (f"{whose}: {size} processes on {on}, talking over {found.get('backend') or 'an unrecorded backend'}; "
             f"{versions}.{took}")  # fmt: skip
 
