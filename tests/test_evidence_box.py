@@ -130,12 +130,16 @@ def test_the_reference_set_is_refreshed_from_this_machines_evidence(tmp_path, mo
     proof = load_page(PAGE).proofs[0]
     (source / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, [])))
     (source / "no_longer_declared.json").write_text("{}")
-    (labs_source / "lab1_first_distributed_run.ipynb").write_text("{}")
+    noisy = {"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "stream", "name": "stderr", "text": ["/home/me/tqdm/auto.py:21: TqdmWarning: IProgress not found."]},
+        {"output_type": "stream", "name": "stdout", "text": ["kept"]}]}]}  # fmt: skip
+    (labs_source / "lab1_first_distributed_run.ipynb").write_text(json.dumps(noisy))
     target.mkdir()
     (target / "old.json").write_text("{}")
     copied, missing = reference.refresh(source, labs_source, target, machine="a test machine")
     assert copied == 1 and not (target / "old.json").exists() and not (target / "no_longer_declared.json").exists()
     assert json.loads((target / "ddp_gradients_match_full_batch.json").read_text())["machine"] == "a test machine"
-    assert (target / "labs" / "lab1_first_distributed_run.ipynb").exists()
+    copied_lab = (target / "labs" / "lab1_first_distributed_run.ipynb").read_text()
+    assert "kept" in copied_lab and "TqdmWarning" not in copied_lab and "/home/me" not in copied_lab
     assert "ddp_gradients_match_full_batch.json" not in missing and len(missing) > 10
     assert "CPU cores" in reference.describe_machine()

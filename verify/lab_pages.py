@@ -44,17 +44,23 @@ def executed_copy(name: str) -> Path | None:
 _NOISE = _re.compile(r"TqdmWarning|IProgress not found")
 
 
-def cleaned_copy(executed: Path, cache_dir: Path) -> Path:
-    """The executed notebook without stderr noise (a copy in the build's cache when anything was dropped)."""
-    notebook = json.loads(executed.read_text())
+def drop_noise(notebook: dict) -> int:
+    """Remove the stderr outputs a reader should not see; returns how many went."""
     dropped = 0
     for cell in notebook.get("cells", []):
         outputs = cell.get("outputs") or []
-        kept = [o for o in outputs if not (o.get("name") == "stderr" and _NOISE.search("".join(o.get("text") or "")))]
+        text = lambda o: "".join(o.get("text") or "") if isinstance(o.get("text"), list) else str(o.get("text") or "")  # noqa: E731
+        kept = [o for o in outputs if not (o.get("name") == "stderr" and _NOISE.search(text(o)))]
         dropped += len(outputs) - len(kept)
         if outputs:
             cell["outputs"] = kept
-    if not dropped:
+    return dropped
+
+
+def cleaned_copy(executed: Path, cache_dir: Path) -> Path:
+    """The executed notebook without stderr noise (a copy in the build's cache when anything was dropped)."""
+    notebook = json.loads(executed.read_text())
+    if not drop_noise(notebook):
         return executed
     cache_dir.mkdir(parents=True, exist_ok=True)
     copy = cache_dir / executed.name

@@ -16,11 +16,10 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import sys
 from pathlib import Path
 
-from verify import evidence, labs
+from verify import evidence, lab_pages, labs
 from verify.pages import REFERENCE_DIR, all_proofs, load_pages
 
 
@@ -73,7 +72,9 @@ def refresh(source: Path = evidence.EVIDENCE_DIR, labs_source: Path = labs.EXECU
         for old in (target / "labs").glob("*.ipynb"):
             old.unlink()
         for notebook in sorted(labs_source.glob("*.ipynb")):
-            shutil.copy2(notebook, target / "labs" / notebook.name)
+            executed = json.loads(notebook.read_text())
+            lab_pages.drop_noise(executed)  # tqdm's warning carries this machine's paths
+            (target / "labs" / notebook.name).write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
     missing = sorted(wanted - {path.name for path in target.glob("*.json")})
     return copied, missing
 
