@@ -7,6 +7,7 @@ evidence of its claims, as a question page does. Called from verify/site_hooks.p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re as _re
 from pathlib import Path
@@ -75,7 +76,9 @@ def use_executed_copies(files, cache_dir: Path | None = None):
         executed = executed_copy(name) if name else None
         if executed is not None:
             # (a folder named labs: mkdocs-jupyter renders only paths that match its `labs/*.ipynb`)
-            executed = cleaned_copy(executed, cache_dir or _evidence.ROOT / ".verify" / "cleaned" / "labs")
+            # one folder per source folder, so that builds from different executed copies never share one
+            tag = hashlib.sha256(str(executed.parent).encode()).hexdigest()[:12]
+            executed = cleaned_copy(executed, cache_dir or _evidence.ROOT / ".verify" / "cleaned" / tag / "labs")
             # mkdocs-jupyter's NotebookFile wraps the File (`.file`); abs_src_path is a cached
             # property of each, so set it on both
             for layer in {id(file): file, id(getattr(file, "file", file)): getattr(file, "file", file)}.values():
