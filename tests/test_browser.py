@@ -659,9 +659,14 @@ def test_review_mode_remembers_undoes_and_moves(site, own):
     first = tab.locator("#mock-card").get_attribute("data-question")
     tab.click("#mock-reveal")
     assert tab.locator("button[data-grade=knew]").is_visible()
-    tab.wait_for_function(  # the grade buttons are scrolled into view
-        "() => { const r = document.querySelector('button[data-grade=missed]').getBoundingClientRect();"
-        " return r.top >= 0 && r.bottom <= innerHeight; }", timeout=3000)
+    in_view = ("() => { const r = document.querySelector('button[data-grade=missed]').getBoundingClientRect();"
+               " return r.top >= 0 && r.bottom <= innerHeight + 1; }")  # fmt: skip
+    try:
+        tab.wait_for_function(in_view, timeout=3000)  # the grade buttons are scrolled into view
+    except Exception:  # noqa: BLE001
+        where = tab.evaluate("() => [JSON.stringify(document.querySelector('button[data-grade=missed]').getBoundingClientRect()),"
+                             " innerHeight, scrollY, document.activeElement.outerHTML.slice(0, 80)]")  # fmt: skip
+        raise AssertionError(f"the grade buttons are out of view: {where}") from None
     tab.click("button[data-grade=missed]")
     tab.wait_for_selector("#mock-position:text('Question 2 of 3')")
     tab.click("#mock-undo")  # back to the first question, its grade forgotten
