@@ -198,7 +198,7 @@ def browser(site):
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = chromium.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        context = chromium.new_context(viewport={"width": 1366, "height": 900}, service_workers="block")
         context.set_default_timeout(15000)
         watch = Watch(context)
         yield context, watch
@@ -685,6 +685,11 @@ def test_review_mode_remembers_undoes_and_moves(site, own):
     assert checked == [topic] and tab.input_value("#mock-count") == "3" and tab.input_value("#mock-seconds") == "90"
     tab.check("#mock-due-only")  # missed and partly come back; the known one and the unseen do not
     assert tab.locator("#mock-matching").inner_text() == "2 questions match"
+
+    tab.goto(base + f"questions/{topic}/")  # 'only this topic' in one click from the topic's page
+    tab.click("#drill-topic")
+    tab.wait_for_selector("#mock-setup")
+    assert tab.eval_on_selector_all("input[name=topic]:checked", "els => els.map(e => e.value)") == [topic]
 
     tab.goto(base)  # the home table shows each question's record
     record = tab.locator(f"td.qi-history[data-question={first}]").inner_text()

@@ -154,7 +154,10 @@ def topic_listing(folder: Path) -> str:
         (load_page(path) for path in folder.glob("*.md") if path.name != "index.md"),
         key=lambda page: (DIFFICULTIES.index(page.difficulty) if page.difficulty in DIFFICULTIES else 9, page.title),
     )
-    return "\n".join(f"- [{page.title}]({page.path.name}) — {page.difficulty or 'unrated'}" for page in pages)
+    listing = "\n".join(f"- [{page.title}]({page.path.name}) — {page.difficulty or 'unrated'}" for page in pages)
+    drill = (f'<a class="md-button" id="drill-topic" href="../../mock-interview/#topic={evidence_box.esc(folder.name)}">'
+             "A mock interview on this topic only</a>")  # fmt: skip
+    return f"{listing}\n\n{drill}"
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

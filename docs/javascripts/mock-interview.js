@@ -171,6 +171,7 @@
     this.clear();
     var remembered = state.setup || {};
     var wantedTopic = new URLSearchParams(window.location.hash.slice(1)).get("topic");
+    if (wantedTopic) history.replaceState(null, "", window.location.pathname + window.location.search); // once
     function isChosen(list, value) {
       return !list || list.indexOf(value) >= 0;
     }
