@@ -24,10 +24,13 @@ def text_of(html: str) -> str:
     return re.sub(r"<[^>]+>", "", html).replace("&#39;", "'").replace("&quot;", '"').replace("&amp;", "&")
 
 
-def build(site_dir: Path, evidence_dir: Path, labs_dir: Path | None = None) -> subprocess.CompletedProcess:
-    """A strict build from this evidence, and from these executed labs (none unless given)."""
+def build(site_dir: Path, evidence_dir: Path, labs_dir: Path | None = None, reference_dir: Path | None = None,
+          **env_vars) -> subprocess.CompletedProcess:
+    """A strict build from this evidence, these executed labs and this reference evidence (none unless given)."""
     labs_dir = labs_dir or evidence_dir / "no-executed-labs"
-    env = dict(os.environ, VERIFY_EVIDENCE_DIR=str(evidence_dir), VERIFY_LABS_DIR=str(labs_dir), NO_MKDOCS_2_WARNING="1")
+    reference_dir = reference_dir or evidence_dir / "no-reference-evidence"
+    env = dict(os.environ, VERIFY_EVIDENCE_DIR=str(evidence_dir), VERIFY_LABS_DIR=str(labs_dir),
+               VERIFY_REFERENCE_DIR=str(reference_dir), NO_MKDOCS_2_WARNING="1", **env_vars)  # fmt: skip
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -60,7 +63,7 @@ def test_without_evidence_a_page_shows_the_command_that_produces_it(site_without
 
 def test_the_30_second_answer_is_folded(site_without_evidence):
     page = (site_without_evidence / "questions" / "data-parallelism" / "data-parallel-accuracy" / "index.html").read_text()
-    assert re.search(r"<details class=\"success\">\s*<summary>30-second answer</summary>", page)
+    assert re.search(r"<details class=\"success\" data-search-exclude>\s*<summary>30-second answer</summary>", page)
 
 
 def test_search_index_segments_chinese_words(site_without_evidence):
@@ -127,3 +130,18 @@ def test_a_lab_page_builds_from_its_executed_copy(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     page = (site / "labs" / source.stem / "index.html").read_text()
     assert "Outputs of the latest" in text_of(page)
+
+
+def test_the_committed_reference_evidence_speaks_for_the_pages_claims():
+    """What a fresh clone shows: each reference file names its machine and matches its page's claims
+    (`python -m verify.reference --check` also lists the proofs it lacks)."""
+    from verify import evidence, labs, reference
+    from verify.pages import REFERENCE_DIR, all_proofs, load_pages
+
+    proofs = {f"{Path(p.snippet).stem}.json": p for p in all_proofs(load_pages()) + labs.load_labs()[0]}
+    for path in sorted(REFERENCE_DIR.glob("*.json")):
+        found = json.loads(path.read_text())
+        assert path.name in proofs, f"{path.name}: no page declares this proof any more"
+        assert found.get("machine"), f"{path.name}: says nothing of the machine it was measured on"
+        assert evidence.matches_claims(found, proofs[path.name].claims), f"{path.name}: predates its page's claims"
+    assert all("predates" not in problem for problem in reference.check())

@@ -13,13 +13,18 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from verify.pages import ROOT, SNIPPETS_DIR, Proof
+from verify.pages import REFERENCE_DIR, ROOT, SNIPPETS_DIR, Proof
 from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
+# Modules that only build the site: they never change a verdict, so they are no part of a fingerprint.
+SITE_MODULES = {"site_hooks.py", "evidence_box.py", "downloads.py", "reference.py", "study.py", "figures.py",
+                "lab_pages.py"}  # fmt: skip
 
 # Where `pytest verify` writes and the site reads; a test points both elsewhere.
 EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", ROOT / ".verify" / "evidence"))
+# The committed reference set the site falls back on (never read by the harness); a test points it elsewhere.
+REFERENCE_EVIDENCE_DIR = Path(os.environ.get("VERIFY_REFERENCE_DIR", REFERENCE_DIR))
 
 
 def versions() -> dict:
@@ -40,7 +45,8 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
     digest = hashlib.sha256()
     helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *SNIPPETS_DIR.glob("_*.py"),
                       *mutant_sources(proof)})  # fmt: skip
-    for path in [proof.path, *helpers, *sorted(HARNESS_DIR.glob("*.py"))]:
+    harness = [path for path in sorted(HARNESS_DIR.glob("*.py")) if path.name not in SITE_MODULES]
+    for path in [proof.path, *helpers, *harness]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     declared = {
         "claims": {claim_id: dataclasses.asdict(claim) for claim_id, claim in proof.claims.items()},
@@ -254,6 +260,16 @@ def read_json(path: Path, what: str = "evidence") -> dict | None:
 
 def read(snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     return read_json(evidence_dir / f"{Path(snippet).stem}.json")
+
+
+def shown(snippet: str, evidence_dir: Path | None = None, reference_dir: Path | None = None) -> dict | None:
+    """What the site shows for a snippet: this machine's evidence, else the committed reference evidence
+    (marked `"reference": True`; it names its machine). Only the site reads the reference set."""
+    found = read(snippet, evidence_dir or EVIDENCE_DIR)
+    if found is not None:
+        return found
+    found = read(snippet, reference_dir or REFERENCE_EVIDENCE_DIR)
+    return {**found, "reference": True} if found is not None else None
 
 
 def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:

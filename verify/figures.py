@@ -27,6 +27,7 @@ import textwrap
 from pathlib import PurePosixPath
 
 from verify.pages import DOCS_DIR, Page
+from verify import evidence
 from verify.study import current_evidence
 
 FIGURES_DIR = "assets/figures"
@@ -333,11 +334,14 @@ def place(markdown: str, page: Page, available) -> str:
             ready, why = False, str(missing)
         if ready:
             alt = alt_text(spec, resolved).replace("[", "(").replace("]", ")")
+            svg = (up / path_of(spec["id"])).as_posix()
+            whose = ("the reference run's evidence" if any((evidence.shown(p.snippet) or {}).get("reference") for p in page.proofs)
+                     else "this machine's latest evidence")  # fmt: skip
             block = "\n".join(
                 [
                     '<figure class="study-figure" markdown="1">',
-                    f"![{alt}]({(up / path_of(spec['id'])).as_posix()})",
-                    f"<figcaption>{spec['title']}. Drawn from this machine's latest evidence.</figcaption>",
+                    f"[![{alt}]({svg})]({svg}){{ .study-figure-zoom title=\"Open the figure full size\" }}",
+                    f"<figcaption>{spec['title']}. Drawn from {whose}; tap or click it to enlarge.</figcaption>",
                     "</figure>",
                 ]
             )

@@ -18,6 +18,10 @@ from verify import schema
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = ROOT / "docs"
 SNIPPETS_DIR = ROOT / "snippets"
+# Evidence measured on a reference machine and committed, shown by the site where this machine has none yet
+# (refreshed from .verify/evidence by `python -m verify.reference`).
+REFERENCE_DIR = ROOT / "reference-evidence"
+REPO_URL = "https://github.com/accelerate-interview-proofs/accelerate-interview-proofs"
 QUESTIONS = "questions"
 DEFAULT_TIMEOUT_S = 120.0
 DIFFICULTIES = schema.DIFFICULTIES

@@ -8,6 +8,7 @@ Study mode (verify/study.py, verify/figures.py): `<!-- question-index -->`, `<!-
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -15,8 +16,9 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
 
-from verify import evidence, figures, lab_pages, ledger, study  # noqa: E402
-from verify.pages import DIFFICULTIES, DOCS_DIR, QUESTIONS, SNIPPETS_DIR, find_snippet, load_page, load_pages  # noqa: E402
+from verify import downloads, evidence, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
+from verify.pages import DOCS_DIR, QUESTIONS, REPO_URL, SNIPPETS_DIR, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
+from verify.pages import DIFFICULTIES  # noqa: E402
 
 SOURCES = {
     "interview-handout": "Interview handout (《Accelerate分布式训练面试题》)",
@@ -29,80 +31,14 @@ def indent(text: str, spaces: int = 4) -> str:
     return "\n".join((" " * spaces + line) if line else "" for line in text.splitlines())
 
 
-def show(value) -> str:
-    if isinstance(value, float):
-        text = f"{value:.4g}"
-    elif isinstance(value, list):
-        text = "[" + ", ".join(show(item) for item in value) + "]"
-    else:
-        text = str(value)
-    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
-
-
-def verdict_text(claim: dict, declared) -> str:
-    if claim.get("expected_here", True):
-        return "pass" if claim["passed"] else "FAIL"
-    span = f"{declared.since or 'any'} to {declared.until or 'now'}" if declared else "its releases"
-    return f"HOLDS outside its releases ({span})" if claim["passed"] else f"does not hold here, as declared ({span})"
-
-
-def evidence_block(snippet: str, slug: str, declared: dict) -> str:
-    found = evidence.read(snippet)
-    rerun = indent(f"Run the proof, then rebuild the site:\n\n```bash\npython -m pytest verify -k {slug}\n```")
-    claims = "\n\n" + indent("\n".join(f"- {anchor(claim)}**{claim}**: {declared[claim].says}" for claim in declared))
-    if not found:
-        return '!!! info "No evidence from this machine yet"\n' + rerun + claims
-    if not evidence.matches_claims(found, declared):
-        return '!!! warning "The evidence on this machine predates the claims this page now makes"\n' + rerun + claims
-    passed = all(evidence.as_declared(claim) for claim in found["claims"])
-    versions = ", ".join(f"{name} {version}" for name, version in found["versions"].items() if version)
-    rows = ["| claim | rank | measured | expected | negative control: what it removes, its value | verdict |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
-    for claim in found["claims"]:
-        # Ranks that measured the same thing share a row.
-        rows_by_value: dict = {}
-        for report in claim["reports"] or [{}]:
-            key = tuple(show(report.get(k)) for k in ("measured", "op", "bound", "control"))
-            rows_by_value.setdefault(key, []).append(str(report.get("rank", "—")))
-        removes = declared[claim["id"]].control if claim["id"] in declared else None
-        for (measured, op, bound, control), ranks in rows_by_value.items():
-            expected = f"{op.strip('`')} {bound}" if claim["reports"] else "—"
-            control = f"{removes.replace('|', '/')}: {control}" if removes else control
-            rows.append(
-                f"| `{claim['id']}` | {', '.join(ranks)} | {measured} | {expected} "
-                f"| {control} | {verdict_text(claim, declared.get(claim['id']))} |"
-            )
-    details = []
-    for claim in found["claims"]:
-        details.append(f"- {anchor(claim['id'])}**{claim['id']}**: {claim['statement']}")
-        first = claim["reports"][0] if claim["reports"] else {}
-        if first.get("details"):
-            measured = ", ".join(f"{key} = {show(value)}" for key, value in first["details"].items())
-            details.append(f"    <br>rank {first['rank']} also measured: {measured}")
-    failures = [f"{c['id']}: {c['reason']}" for c in found["claims"] if not evidence.as_declared(c)]
-    seconds = found.get("snippet_seconds")
-    timing = f"snippet time {seconds:.2f} s" if seconds is not None else f"the snippet {found['status']}"
-    body = "\n".join(
-        [
-            f"Latest `pytest verify` run on this machine, {found['date']}: **{found['world_size']} processes**, "
-            f"backend **{found['backend']}**, {found['distributed_type']}, devices "
-            f"{', '.join(sorted(set(map(str, found['device_per_rank'].values()))))}; "
-            f"{versions}; {timing}.",
-            "",
-            *rows,
-            "",
-            *details,
-            *(["", "Why it failed:", "", "```text", *failures, "```"] if failures else []),
-        ]
-    )
-    kind = "success" if passed else "failure"
-    title = "Evidence: every claim held" if passed else "Evidence: a claim FAILED on this machine"
-    return f'!!! {kind} "{title}"\n{indent(body)}'
+def evidence_block(proof, slug: str) -> str:
+    """The evidence box of a proof (verify/evidence_box.py)."""
+    return evidence_box.box(proof, slug)
 
 
 def anchor(claim_id: str) -> str:
     """Where the cheat sheet's links to a claim land."""
-    return f'<span id="{study.claim_anchor(claim_id)}"></span>'
+    return f'<span id="{evidence_box.esc(study.claim_anchor(claim_id))}"></span>'
 
 
 def releases_block(snippet: str, declared: dict) -> str:
@@ -132,20 +68,26 @@ def releases_block(snippet: str, declared: dict) -> str:
     return f'??? abstract "Across Accelerate releases ({len(releases)} run)"\n{indent(body)}'
 
 
-def proof_block(snippet: str, slug: str, declared: dict) -> str:
-    path = find_snippet(snippet)
+def proof_block(proof, slug: str, page_path: Path) -> str:
+    path = find_snippet(proof.snippet)
     if not path.exists():
         raise PluginError(f"page {slug} names a snippet that does not exist: {path}")
     code = path.read_text(encoding="utf-8")
     snippet = path.relative_to(SNIPPETS_DIR).as_posix()  # shown with its topic folder
+    up = "../" * (len(page_path.relative_to(DOCS_DIR).parts) - 1)
+    script = downloads.script_path(proof.snippet)
     run = (
-        "```bash\n# on a machine without GPUs; with 2 GPUs leave ACCELERATE_USE_CPU out\n"
-        f"ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/{snippet}\n```"
+        f"**Run it yourself:** [download `{path.name}`]({up}{script}){{ download=\"{path.name}\" .proof-download }}, "
+        f"one file with the `_claims.py` it imports inlined (or take [`_claims.py`]({up}{downloads.DOWNLOADS}/_claims.py)"
+        f"{{ download=\"_claims.py\" }} and put it beside the snippet), then on a machine without GPUs:\n\n"
+        f"```bash\n{downloads.INSTALL}\n{downloads.RUN.format(name=path.name)}\n```\n\n"
+        "Each rank prints PASS or FAIL for each claim. With two GPUs, leave `ACCELERATE_USE_CPU` out. "
+        f"From a clone of the [repository]({REPO_URL}), the harness judges it: `python -m pytest verify -k {slug}`."
     )
     code_block = f'```python title="snippets/{snippet}"\n{code}\n```'
     return "\n\n".join(
-        [f'???+ example "The proof: `snippets/{snippet}`"\n{indent(code_block)}\n\n{indent(run)}', evidence_block(snippet, slug, declared),
-         releases_block(snippet, declared)]
+        [f'??? example "The proof\'s code: `snippets/{snippet}`"\n{indent(code_block)}', run,
+         evidence_block(proof, slug), releases_block(proof.snippet, proof.claims)]
     )
 
 
@@ -213,7 +155,10 @@ def topic_listing(folder: Path) -> str:
         (load_page(path) for path in folder.glob("*.md") if path.name != "index.md"),
         key=lambda page: (DIFFICULTIES.index(page.difficulty) if page.difficulty in DIFFICULTIES else 9, page.title),
     )
-    return "\n".join(f"- [{page.title}]({page.path.name}) — {page.difficulty or 'unrated'}" for page in pages)
+    listing = "\n".join(f"- [{page.title}]({page.path.name}) — {page.difficulty or 'unrated'}" for page in pages)
+    drill = (f'<a class="md-button" id="drill-topic" href="../../mock-interview/#topic={evidence_box.esc(folder.name)}">'
+             "A mock interview on this topic only</a>")  # fmt: skip
+    return f"{listing}\n\n{drill}"
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -224,6 +169,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         markdown = markdown.replace("<!-- question-index -->", study.question_table(config["nav"] or [], source))
     if "<!-- cheat-sheet -->" in markdown:
         markdown = markdown.replace("<!-- cheat-sheet -->", study.cheat_sheet(config["nav"] or [], source))
+    if "<!-- cheat-sheet-compact -->" in markdown:
+        markdown = markdown.replace("<!-- cheat-sheet-compact -->", study.cheat_sheet_compact(config["nav"] or []))
     if "<!-- errata -->" in markdown:
         markdown = markdown.replace("<!-- errata -->", errata_table(config["nav"] or []))
     if ledger.MARKER in markdown:
@@ -240,7 +187,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         marker = f"<!-- proof: {proof.snippet} -->"
         if marker not in markdown:
             raise PluginError(f"{source}: declares proof {proof.snippet} but has no '{marker}' line")
-        markdown = markdown.replace(marker, proof_block(proof.snippet, meta_page.slug, proof.claims))
+        markdown = markdown.replace(marker, proof_block(proof, meta_page.slug, source))
+    markdown = evidence_box.place_mutants(markdown, meta_page)
     if figures.unused_markers(markdown, meta_page):
         raise PluginError(f"{source}: places a figure it does not declare: {figures.unused_markers(markdown, meta_page)}")
     return figures.place(markdown, meta_page, lambda path: files.get_file_from_path(path) is not None)
@@ -248,13 +196,48 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 def on_files(files, config):
     """Study mode's generated files (the mock interview's questions, the figures); labs from their executed copies."""
+    from mkdocs.structure.files import File
+
     try:
-        return study.add_generated_files(lab_pages.use_executed_copies(files), config)
+        files = study.add_generated_files(lab_pages.use_executed_copies(files), config)
     except figures.FigureError as error:
         raise PluginError(str(error)) from None
+    from verify import labs
+
+    for path, content in downloads.all_files(all_proofs(load_pages(DOCS_DIR)), labs.LABS_DIR).items():
+        files.append(File.generated(config, path, content=content))
+    return files
+
+
+ANSWER_DETAILS = re.compile(r'<details class="success">(\s*<summary>30-second answer</summary>)')
+
+
+CHINESE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff《》〈〉「」『』【】（）：，。、；？！\u3000-\u303f]*[\u3400-\u9fff\uf900-\ufaff]"
+                     r"[\u3400-\u9fff\uf900-\ufaff《》〈〉「」『』【】（）：，。、；？！\u3000-\u303f]*")
+RAW_ELEMENTS = ("script", "style", "pre", "textarea")
+
+
+def mark_chinese(html_text: str) -> str:
+    """Chinese runs of text get lang="zh", so screen readers and fonts treat them as Chinese."""
+    parts = re.split(r"(<[^>]*>)", html_text)
+    inside = None
+    for index, part in enumerate(parts):
+        if part.startswith("<"):
+            name = re.match(r"</?\s*([a-zA-Z0-9]+)", part)
+            tag = name.group(1).lower() if name else ""
+            if inside is None and tag in RAW_ELEMENTS and not part.startswith("</"):
+                inside = tag
+            elif inside == tag and part.startswith("</"):
+                inside = None
+        elif inside is None and part:
+            parts[index] = CHINESE.sub(lambda m: f'<span lang="zh">{m.group(0)}</span>', part)
+    return "".join(parts)
 
 
 def on_page_content(html_text, page, config, files):
+    # The 30-second answer stays out of the search index, so search previews cannot give it away.
+    html_text = ANSWER_DETAILS.sub(r'<details class="success" data-search-exclude>\1', html_text)
+    html_text = mark_chinese(html_text)
     return lab_pages.lab_page_content(html_text, page, config, evidence_block)
 
 

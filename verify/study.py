@@ -52,7 +52,7 @@ def topic_title(topic: str) -> str:
 
 def current_evidence(snippet: str, declared: dict) -> dict | None:
     """The latest evidence of a snippet, or None when there is none or it predates the page's claims."""
-    found = evidence.read(snippet)
+    found = evidence.shown(snippet)
     if not found:
         return None
     return found if evidence.matches_claims(found, declared) else None
@@ -83,6 +83,11 @@ def claim_count(page: Page) -> int:
     return sum(len(proof.claims) for proof in page.proofs)
 
 
+def mutation_checked(page: Page) -> int:
+    """Claims that name the mutants (library bugs) that must break them (`breaks_when` in front matter)."""
+    return sum(bool(getattr(claim, "breaks_when", None)) for proof in page.proofs for claim in proof.claims.values())
+
+
 def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -94,7 +99,7 @@ def question_table(nav: list, from_page: Path) -> str:
     """An HTML table (md_in_html, so mkdocs checks and rewrites the links) with filters above it."""
     pages = ordered_questions(nav)
     topics = list(dict.fromkeys(page.topic for page in pages))
-    options = "".join(f'<option value="{t}">{html.escape(topic_title(t))}</option>' for t in topics)
+    options = "".join(f'<option value="{html.escape(t)}">{html.escape(topic_title(t))}</option>' for t in topics)
     unrated = ("unrated",) if any(page.difficulty not in DIFFICULTIES for page in pages) else ()
     levels = "".join(f'<option value="{level}">{level}</option>' for level in DIFFICULTIES + unrated)
     statuses = "".join(f'<option value="{slugify(s)}">{s}</option>' for s in STATUSES)
@@ -105,12 +110,14 @@ def question_table(nav: list, from_page: Path) -> str:
         status, why = proof_status(page)
         difficulty = page.difficulty or "unrated"
         rows.append(
-            f'<tr data-topic="{page.topic}" data-difficulty="{difficulty}" data-status="{slugify(status)}" markdown="1">'
+            f'<tr data-topic="{html.escape(page.topic)}" data-difficulty="{html.escape(difficulty)}" '
+            f'data-status="{slugify(status)}" markdown="1">'
             f'<td markdown="span">[{escape_link_text(page.title)}]({relative})</td>'
             f"<td>{html.escape(topic_title(page.topic))}</td>"
-            f'<td><span class="qi-level qi-level--{difficulty}">{difficulty}</span></td>'
-            f'<td class="qi-claims">{claim_count(page)}</td>'
+            f'<td><span class="qi-level qi-level--{slugify(difficulty)}">{html.escape(difficulty)}</span></td>'
+            f'<td class="qi-claims"{checked_title(page)}>{claim_count(page)}{checked_note(page)}</td>'
             f'<td><span class="qi-status qi-status--{slugify(status)}" title="{html.escape(why)}">{status}</span></td>'
+            f'<td class="qi-history" data-question="{html.escape(page.slug)}">not yet</td>'
             "</tr>"
         )
     return "\n".join(
@@ -125,7 +132,7 @@ def question_table(nav: list, from_page: Path) -> str:
             '<div class="qi-scroll" markdown="1">',
             '<table class="qi-table" id="question-index" markdown="1">',
             '<thead markdown="1"><tr markdown="1"><th>Question</th><th>Topic</th><th>Difficulty</th>'
-            '<th class="qi-claims">Claims</th><th>Proof</th></tr></thead>',
+            '<th class="qi-claims">Claims</th><th>Proof</th><th>Your record</th></tr></thead>',
             "<tbody markdown=\"1\">",
             *rows,
             "</tbody>",
@@ -134,9 +141,22 @@ def question_table(nav: list, from_page: Path) -> str:
             "",
             "*Proof* is the verdict of the latest `pytest verify` run on the machine that built this site: "
             "**passed** (every claim held), **failed**, **no evidence yet** (not run since the claims last "
-            "changed), or **skipped (requires cuda)** (a proof that needs GPUs, on a machine without).",
+            "changed), or **skipped (requires cuda)** (a proof that needs GPUs, on a machine without). "
+            "*Your record* comes from your [mock interviews](mock-interview.md) in this browser: how often you "
+            "were asked, your last grade, and when the question is due again.",
         ]
     )
+
+
+def checked_note(page: Page) -> str:
+    checked = mutation_checked(page)
+    return f' <span class="qi-mutants">({checked} mutation-checked)</span>' if checked else ""
+
+
+def checked_title(page: Page) -> str:
+    checked = mutation_checked(page)
+    return (f' title="{checked} of {claim_count(page)} claims were also run against library bugs made on purpose, '
+            'and failed there as they must"') if checked else ""  # fmt: skip
 
 
 def escape_link_text(text: str) -> str:
@@ -243,6 +263,24 @@ def cheat_sheet(nav: list, from_page: Path) -> str:
             lines += ["", "</div>"]
         lines += ["", "</div>"]
     return "\n".join(lines + ["", "</div>"])
+
+
+def cheat_sheet_compact(nav: list) -> str:
+    """Facts and numbers only, by topic, in three columns: at most two A4 pages when printed."""
+    topics: dict = {}
+    for page in ordered_questions(nav):
+        for fact in page.key_facts:
+            text = str(fact.get("fact", "")).strip()
+            if text:
+                topics.setdefault(page.topic, []).append(text)
+    if not topics:
+        return "*No page declares key facts yet.*"
+    lines = ['<div class="cheat-compact">']
+    for topic, facts in topics.items():
+        lines.append(f'<section class="cheat-compact-topic"><h2>{html.escape(topic_title(topic))}</h2><ul>')
+        lines += [f"<li>{inline_html(fact)}</li>" for fact in facts]
+        lines.append("</ul></section>")
+    return "\n".join(lines + ["</div>"])
 
 
 def fact_proof(page: Page, fact: dict, link: str) -> str:

@@ -70,13 +70,14 @@
       return item.q.id;
     });
   }
-  function grade(state, id, gradeId) {
+  function grade(state, id, gradeId, session) {
     var card = state.cards[id] || { box: 1, seen: 0 };
     if (gradeId === "knew") card.box = Math.min(INTERVALS.length, card.box + 1);
     else if (gradeId === "partly") card.box = Math.max(1, card.box - 1);
     else card.box = 1;
     card.grade = gradeId;
-    card.last = state.current.session;
+    card.last = session;
+    card.date = localDate(new Date());
     card.seen = (card.seen || 0) + 1;
     state.cards[id] = card;
   }
@@ -111,6 +112,13 @@
       }
     }
     return new URL(base.replace(/\/$/, "") + "/" + path, window.location.href).href;
+  }
+  // The reader's own calendar day (toISOString() would give the UTC day, a day off in Asia).
+  function localDate(date) {
+    return date.getFullYear() + "-" + String(date.getMonth() + 1).padStart(2, "0") + "-" + String(date.getDate()).padStart(2, "0");
+  }
+  function isDueOrMissed(card, next) {
+    return !!card && (card.grade === "missed" || isDue(card, next));
   }
   function clock(seconds) {
     var s = Math.max(0, Math.ceil(seconds));
@@ -161,28 +169,48 @@
     var self = this;
     var state = load();
     this.clear();
+    var remembered = state.setup || {};
+    var wantedTopic = new URLSearchParams(window.location.hash.slice(1)).get("topic");
+    if (wantedTopic) history.replaceState(null, "", window.location.pathname + window.location.search); // once
+    function isChosen(list, value) {
+      return !list || list.indexOf(value) >= 0;
+    }
     var topicBoxes = this.topics().map(function (q) {
       var total = self.questions.filter(function (x) {
         return x.topic === q.topic;
       }).length;
-      return el("label", { class: "mock-choice" },
-        el("input", { type: "checkbox", name: "topic", value: q.topic, checked: true, onchange: update }),
-        " " + q.topic_title + " (" + total + ")");
+      var checked = wantedTopic ? wantedTopic === q.topic : isChosen(remembered.topics, q.topic);
+      return el("span", { class: "mock-choice" },
+        el("label", {},
+          el("input", { type: "checkbox", name: "topic", value: q.topic, checked: checked, onchange: update }),
+          " " + q.topic_title + " (" + total + ")"),
+        el("button", { type: "button", class: "mock-only", "data-only": q.topic, "aria-label": "Only " + q.topic_title,
+          text: "only", onclick: function () {
+            form.querySelectorAll("input[name=topic]").forEach(function (box) {
+              box.checked = box.value === q.topic;
+            });
+            update();
+          } }));
     });
     var levelBoxes = this.levels().map(function (level) {
       return el("label", { class: "mock-choice" },
-        el("input", { type: "checkbox", name: "difficulty", value: level, checked: true, onchange: update }),
+        el("input", { type: "checkbox", name: "difficulty", value: level, checked: isChosen(remembered.levels, level), onchange: update }),
         " " + level);
     });
-    var number = el("input", { type: "number", id: "mock-count", min: 1, value: 5, inputmode: "numeric", oninput: update });
+    var number = el("input", { type: "number", id: "mock-count", min: 1, value: remembered.count || 5, inputmode: "numeric", oninput: update });
+    var wantedSeconds = String(remembered.seconds || 60);
     var seconds = el("select", { id: "mock-seconds" },
-      el("option", { value: 30, text: "30 s" }), el("option", { value: 60, text: "1 min", selected: true }),
-      el("option", { value: 90, text: "1 min 30" }), el("option", { value: 120, text: "2 min" }));
+      [["30", "30 s"], ["60", "1 min"], ["90", "1 min 30"], ["120", "2 min"]].map(function (option) {
+        return el("option", { value: option[0], text: option[1], selected: option[0] === wantedSeconds });
+      }));
+    var dueOnly = el("input", { type: "checkbox", id: "mock-due-only", checked: !!remembered.dueOnly, onchange: update });
     var matching = el("span", { id: "mock-matching", "aria-live": "polite" });
     var start = el("button", { type: "submit", class: "md-button md-button--primary", id: "mock-start", text: "Start the interview" });
     var form = el("form", { class: "mock-setup", id: "mock-setup" },
       el("fieldset", {}, el("legend", { text: "Topics" }), el("div", { class: "mock-choices" }, topicBoxes)),
       el("fieldset", {}, el("legend", { text: "Difficulty" }), el("div", { class: "mock-choices" }, levelBoxes)),
+      el("div", { class: "mock-row" },
+        el("label", { class: "mock-choice" }, dueOnly, " Only questions due again or missed last time")),
       el("div", { class: "mock-row" },
         el("label", {}, "Questions ", number), el("label", {}, "Time per question ", seconds), matching),
       el("div", { class: "mock-row" }, start));
@@ -190,8 +218,11 @@
     function chosen() {
       var topics = checked("topic");
       var levels = checked("difficulty");
+      var cards = load().cards;
+      var next = load().session + 1;
       return self.questions.filter(function (q) {
-        return topics.indexOf(q.topic) >= 0 && levels.indexOf(q.difficulty) >= 0;
+        return topics.indexOf(q.topic) >= 0 && levels.indexOf(q.difficulty) >= 0 &&
+          (!dueOnly.checked || isDueOrMissed(cards[q.id], next));
       });
     }
     function checked(name) {
@@ -210,10 +241,12 @@
       var pool = chosen();
       var count = Math.max(1, Math.min(pool.length, parseInt(number.value, 10) || 1));
       var fresh = load();
-      fresh.session += 1;
+      fresh.setup = { topics: checked("topic"), levels: checked("difficulty"), count: count,
+        seconds: parseInt(seconds.value, 10) || 60, dueOnly: dueOnly.checked };
+      // The session counter moves only when an interview is completed: an ended one does not count.
       fresh.current = {
-        session: fresh.session,
-        queue: pick(pool, fresh, fresh.session, count),
+        session: fresh.session + 1,
+        queue: pick(pool, fresh, fresh.session + 1, count),
         index: 0,
         grades: {},
         seconds: parseInt(seconds.value, 10) || 60,
@@ -231,8 +264,9 @@
         } })));
     }
     this.root.appendChild(form);
-    if (state.last) this.root.appendChild(this.summary(state.last, "Your last interview"));
+    if (state.last) this.root.appendChild(this.summary(state.last, "Your last interview", !!state.undo));
     this.root.appendChild(this.progress(state));
+    this.root.appendChild(this.transfer());
     update();
   };
 
@@ -256,25 +290,35 @@
         el("div", { html: question.answer_html })),
       el("p", {}, el("a", { href: siteUrl(question.url), id: "mock-page-link", text: "Read the whole page: mechanism, proof, follow-ups →" })));
     var reveal = el("button", { type: "button", class: "md-button md-button--primary", id: "mock-reveal", text: "Reveal the 30-second answer" });
+    var previous = current.index > 0 ? current.queue[current.index - 1] : null;
     var grades = el("div", { class: "mock-grades", id: "mock-grades", hidden: true },
       el("span", { text: "How did you do? " }),
       GRADES.map(function (g) {
         return el("button", { type: "button", class: "md-button mock-grade mock-grade--" + g.id, "data-grade": g.id,
-          text: g.label, onclick: function () { self.grade(g.id); } });
+          text: g.label, onclick: function (event) {
+            if (event.detail > 1) return; // part of a double-click (on Reveal, just above): not a grade
+            self.grade(g.id);
+          } });
       }));
     reveal.addEventListener("click", function () { self.reveal(); });
+    // "End the interview" sits in the card's top line, far from Reveal: a double-click on Reveal cannot reach it.
+    var heading = el("h2", { class: "mock-question", id: "mock-question", tabindex: "-1", html: question.title_html || question.title });
     this.root.appendChild(el("section", { class: "mock-card", id: "mock-card", "data-question": question.id },
       el("p", { class: "mock-meta" },
         el("span", { id: "mock-position", text: "Question " + (current.index + 1) + " of " + current.queue.length }),
         el("span", { text: question.topic_title }),
-        el("span", { class: "qi-level qi-level--" + question.difficulty, text: question.difficulty })),
-      el("h2", { class: "mock-question", id: "mock-question", html: question.title_html || question.title }),
+        el("span", { class: "qi-level qi-level--" + question.difficulty, text: question.difficulty }),
+        el("span", { class: "mock-meta-actions" },
+          previous && current.grades[previous] ? el("button", { type: "button", class: "mock-link", id: "mock-undo",
+            text: "Undo the last grade", onclick: function () { self.undo(); } }) : null,
+          el("button", { type: "button", class: "mock-link", id: "mock-stop", text: "End the interview", onclick: function () {
+            self.end();
+          } }))),
+      heading,
       el("div", { class: "mock-timer" }, remaining, el("span", { class: "mock-bar" }, bar)),
-      el("div", { class: "mock-row" }, reveal,
-        el("button", { type: "button", class: "md-button", id: "mock-stop", text: "End the interview", onclick: function () {
-          self.finish(true);
-        } })),
+      el("div", { class: "mock-row" }, reveal),
       answer, grades));
+    heading.focus({ preventScroll: true }); // screen readers hear the new question
     this.revealed = false;
     var started = Date.now();
     this.timer = window.setInterval(function () {
@@ -294,10 +338,16 @@
     if (!answer) return;
     answer.hidden = false;
     document.getElementById("mock-grades").hidden = false;
-    document.getElementById("mock-reveal").hidden = true;
+    var button = document.getElementById("mock-reveal");
+    button.disabled = true; // stays where it was: a second click lands on nothing
+    button.textContent = "Answer shown";
     if (this.timer) window.clearInterval(this.timer);
     this.timer = null;
     this.revealed = true;
+    var grades = document.getElementById("mock-grades");
+    if (grades.scrollIntoView) grades.scrollIntoView({ block: "nearest", behavior: "instant" });
+    var first = grades.querySelector("button");
+    if (first) first.focus({ preventScroll: true });
   };
 
   Interview.prototype.grade = function (gradeId) {
@@ -305,26 +355,59 @@
     var current = state.current;
     if (!current || !this.revealed) return;
     var id = current.queue[current.index];
-    grade(state, id, gradeId);
     current.grades[id] = gradeId;
     current.index += 1;
     save(state);
     this.showQuestion();
   };
 
-  Interview.prototype.finish = function (early) {
+  // Back to the previous question, its grade forgotten (in an interview, or just after the last one).
+  Interview.prototype.undo = function () {
+    var state = load();
+    if (!state.current && state.undo) {
+      var before = state.undo;
+      state.cards = before.cards;
+      state.session = before.session;
+      state.last = before.last;
+      state.current = before.current;
+      delete state.undo;
+    }
+    var current = state.current;
+    if (!current || current.index === 0) return;
+    current.index -= 1;
+    delete current.grades[current.queue[current.index]];
+    save(state);
+    this.showQuestion();
+  };
+
+  // Ending early asks first, and the ended interview counts for nothing: no grade, no session, no summary.
+  Interview.prototype.end = function () {
+    if (!window.confirm("End this interview? Its grades will not be kept, and your last summary stays as it is.")) return;
+    var state = load();
+    delete state.current;
+    save(state);
+    this.showSetup();
+  };
+
+  Interview.prototype.finish = function () {
     var state = load();
     var current = state.current;
     if (current) {
       var self = this;
+      var before = JSON.parse(JSON.stringify({ cards: state.cards, session: state.session, last: state.last || null, current: current }));
+      state.undo = before;
+      if (!state.undo.last) delete state.undo.last;
+      current.queue.forEach(function (id) {
+        if (current.grades[id]) grade(state, id, current.grades[id], current.session);
+      });
+      state.session = current.session;
       state.last = {
         session: current.session,
-        date: new Date().toISOString().slice(0, 10),
+        date: localDate(new Date()),
         results: current.queue.filter(function (id) { return current.grades[id] && self.byId[id]; }).map(function (id) {
           return { id: id, grade: current.grades[id] };
         }),
         asked: current.queue.length,
-        early: !!early,
       };
       delete state.current;
       save(state);
@@ -334,7 +417,7 @@
     if (summary) summary.scrollIntoView({ block: "start" });
   };
 
-  Interview.prototype.summary = function (last, heading) {
+  Interview.prototype.summary = function (last, heading, canUndo) {
     var self = this;
     var perTopic = {};
     last.results.forEach(function (r) {
@@ -360,7 +443,9 @@
     });
     return el("section", { class: "mock-summary", id: "mock-summary" },
       el("h2", { text: heading + " (" + last.date + "): " + percent(points, last.results.length) }),
-      el("p", { text: last.results.length + " of " + last.asked + " questions graded; knew it counts 1, partly ½." }),
+      el("p", {}, last.results.length + " of " + last.asked + " questions graded; knew it counts 1, partly ½. ",
+        canUndo ? el("button", { type: "button", class: "mock-link", id: "mock-undo", text: "Undo the last grade",
+          onclick: function () { self.undo(); } }) : null),
       el("div", { class: "qi-scroll" }, el("table", { class: "mock-table", id: "mock-summary-table" },
         el("thead", {}, el("tr", {}, el("th", { text: "Topic" }), el("th", { text: "Knew it" }), el("th", { text: "Partly" }),
           el("th", { text: "Missed" }), el("th", { text: "Score" }))),
@@ -405,10 +490,49 @@
     return section;
   };
 
+  // Progress as a file: export on the laptop, import on the phone (or keep it as a backup).
+  Interview.prototype.transfer = function () {
+    var self = this;
+    var status = el("span", { id: "mock-transfer-status", "aria-live": "polite" });
+    var file = el("input", { type: "file", id: "mock-import-file", accept: ".json,application/json", hidden: true,
+      onchange: function () {
+        var chosen = file.files && file.files[0];
+        if (!chosen) return;
+        chosen.text().then(function (text) {
+          var data = JSON.parse(text);
+          if (!data || data.format !== STORE || typeof data.state !== "object") throw new Error("not a progress file of this site");
+          var imported = normalise(data.state);
+          delete imported.current;
+          save(imported);
+          self.showSetup();
+          var line = document.getElementById("mock-transfer-status");
+          if (line) line.textContent = "Imported " + Object.keys(imported.cards).length + " questions' progress.";
+        }).catch(function (error) {
+          status.textContent = "Could not import that file: " + error.message;
+        });
+      } });
+    return el("section", { class: "mock-transfer", id: "mock-transfer" },
+      el("h2", { text: "Take your progress to another device" }),
+      el("div", { class: "mock-row" },
+        el("button", { type: "button", class: "md-button", id: "mock-export", text: "Export progress (file)", onclick: function () {
+          var blob = new Blob([JSON.stringify({ format: STORE, exported: new Date().toISOString(), state: load() }, null, 1)],
+            { type: "application/json" });
+          var link = el("a", { href: URL.createObjectURL(blob), download: "interview-progress-" + localDate(new Date()) + ".json" });
+          document.body.appendChild(link);
+          link.click();
+          link.remove();
+          status.textContent = "Saved. Open this page on the other device and import the file.";
+        } }),
+        el("button", { type: "button", class: "md-button", id: "mock-import", text: "Import progress…", onclick: function () {
+          file.click();
+        } }),
+        file, status));
+  };
+
   Interview.prototype.onKey = function (event) {
     if (!document.getElementById("mock-card") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target && /^(INPUT|SELECT|TEXTAREA)$/.test(event.target.tagName)) return;
-    if (event.key === "r" || event.key === "R") this.reveal();
+    if ((event.key === "r" || event.key === "R") && !this.revealed) this.reveal();
     GRADES.forEach(function (g) {
       if (event.key === g.key && this.revealed) this.grade(g.id);
     }, this);

@@ -52,6 +52,28 @@
     });
     fromAddress();
     apply();
+    showRecords(table);
+  }
+
+  // Each question's record from the mock interview (its localStorage, docs/javascripts/mock-interview.js).
+  var INTERVALS = [1, 2, 4, 8, 16];
+  function showRecords(table) {
+    var state = null;
+    try {
+      state = JSON.parse(window.localStorage.getItem("accelerate-interview-study-v1") || "null");
+    } catch (error) {
+      return;
+    }
+    var cards = (state && state.cards) || {};
+    var next = ((state && state.session) || 0) + 1;
+    table.querySelectorAll("td.qi-history").forEach(function (cell) {
+      var card = cards[cell.dataset.question];
+      if (!card) return;
+      var wait = card.last + INTERVALS[card.box - 1] - next;
+      var due = card.grade === "missed" || wait <= 0 ? "due now" : "due in " + (wait + 1) + " interviews";
+      cell.textContent = "seen " + card.seen + "×, last " + card.grade + (card.date ? " (" + card.date + ")" : "") + "; " + due;
+      cell.dataset.grade = card.grade;
+    });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
