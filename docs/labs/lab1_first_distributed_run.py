@@ -108,7 +108,10 @@ def launch(use_cpu):
 # ## The right way on CPU: `ACCELERATE_USE_CPU=true`
 
 # %%
-world = launch(use_cpu=True)
+try:  # no Accelerator exists in the notebook yet: this call must start (the control of trap 2)
+    world, before = launch(use_cpu=True), None
+except ValueError as error:
+    world, before = [], str(error)
 for seen in world:
     print(seen)
 
@@ -128,7 +131,7 @@ os.environ["ACCELERATE_USE_CPU"] = "true"
 # ## Trap 2: an `Accelerator` created in the notebook
 
 # %%
-before = None  # the first launch above ran before any Accelerator existed here, and started fine
+print("before:", before)  # what the first launch, before any Accelerator existed here, raised: nothing
 
 notebook_accelerator = Accelerator()  # the mistake: a cell that creates one in the notebook's process
 try:

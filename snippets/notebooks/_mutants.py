@@ -61,8 +61,15 @@ def accelerate_bf16_autocast_off(patch):
 
     import accelerate.accelerator
 
+    class NoAutocast(contextlib.ContextDecorator):  # prepare_model uses the context as a decorator of forward
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
     patch.wrap(accelerate.accelerator, "get_mixed_precision_context_manager",
-               lambda original, *args, **kwargs: contextlib.nullcontext())
+               lambda original, *args, **kwargs: NoAutocast())
 
 
 @mutant(
@@ -72,7 +79,11 @@ def accelerate_bf16_autocast_off(patch):
 def grad_scaler_does_not_scale(patch):
     import torch
 
-    patch.wrap(torch.amp.GradScaler, "scale", lambda original, self, outputs: outputs)
+    def scale(original, self, outputs):
+        original(self, outputs)  # the real call creates the scale tensor that unscale_ divides by
+        return outputs  # ... but the loss goes back unscaled
+
+    patch.wrap(torch.amp.GradScaler, "scale", scale)
 
 
 @mutant(
