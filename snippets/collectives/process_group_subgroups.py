@@ -1,8 +1,9 @@
 # Process groups: dist.new_group makes a communicator over a subset of the ranks. A collective on
 # it combines only its members, and only its members take part, so a rank's subgroup collective does
 # not wait for ranks outside it. Negative control: the same collectives on the default (world) group.
-# Written for 3 ranks, split into {0, 1} and {2}: rank 0's subgroup really communicates (with rank 1)
-# while rank 2, outside it, is late. On 2 ranks it still runs, as two groups of one.
+# The ranks split into {all but the last} and {the last}. The harness runs it on 2 ranks: two groups
+# of one, so rank 0's subgroup collective involves no other process. On 3 ranks ({0, 1} and {2}) rank
+# 0's subgroup really communicates (with rank 1) while rank 2, outside it, is late; run that by hand:
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 3 snippets/collectives/process_group_subgroups.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)

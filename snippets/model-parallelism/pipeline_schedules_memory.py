@@ -1,6 +1,7 @@
 # Pipeline schedules: GPipe runs every micro-batch's forward before any backward, so stage 0 keeps the
 # activations of all m micro-batches alive at once; 1F1B starts backwards as soon as the pipeline is
-# full, so stage 0 keeps at most p (the number of stages) alive. # Measured with torch.distributed.pipelining on 2 stages and 4 micro-batches, counting on stage 0 the
+# full, so stage 0 keeps at most p (the number of stages) alive.
+# Measured with torch.distributed.pipelining on 2 stages and 4 micro-batches, counting on stage 0 the
 # micro-batches whose forward has run and whose backward has not. Negative control: ScheduleGPipe.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/model-parallelism/pipeline_schedules_memory.py
