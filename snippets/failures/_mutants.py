@@ -220,3 +220,18 @@ def agent_ignores_worker_exit_code(patch):
         self._failures.clear()  # a non-zero exit code is forgotten as soon as it is seen
 
     patch.wrap(SubprocessContext, "_capture_process_failures", capture)
+
+
+@mutant("save-state-only-on-main-process",
+        "accelerator.save_state writes only on the main process: the other ranks save nothing, their random "
+        "states included")
+def save_state_only_on_main_process(patch):
+    import accelerate.accelerator as accelerator_module
+    from accelerate.state import PartialState
+
+    def save_accelerator_state(original, output_dir, *args, **kwargs):
+        if not PartialState().is_main_process:
+            return output_dir  # a non-main rank returns as if it had saved
+        return original(output_dir, *args, **kwargs)
+
+    patch.wrap(accelerator_module, "save_accelerator_state", save_accelerator_state)
