@@ -175,3 +175,63 @@ def all_reduce_fails_cleanly_on_shape_mismatch(patch):
         return original(tensor, op, group=group, async_op=async_op)
 
     patch.replace(dist, "all_reduce", _Callable(all_reduce))
+
+
+@mutant("max-restarts-ignored",
+        "torchrun ignores --max-restarts: the elastic agent never restarts a failed worker group")
+def max_restarts_ignored(patch):
+    import torch.distributed.run as run_module
+
+    def config_from_args(original, args):
+        config, command, command_args = original(args)
+        config.max_restarts = 0  # in the launcher, a fork of the rank: the patch's flag is in shared memory
+        return config, command, command_args
+
+    patch.wrap(run_module, "config_from_args", config_from_args)
+
+
+@mutant("agent-leaves-healthy-workers-running",
+        "when one worker fails, torchrun's agent sends the other workers no signal and waits for them to end "
+        "by themselves")
+def agent_leaves_healthy_workers_running(patch):
+    import subprocess
+
+    from torch.distributed.elastic.multiprocessing.api import SubprocessContext
+
+    def close(original, self, death_sig, timeout=30):
+        for handler in self.subprocess_handlers.values():
+            try:
+                handler.proc.wait(timeout)  # no signal: a healthy worker runs on until it ends
+            except subprocess.TimeoutExpired:
+                pass
+        return original(self, death_sig, timeout)
+
+    patch.wrap(SubprocessContext, "_close", close)
+
+
+@mutant("agent-ignores-worker-exit-code",
+        "torchrun's agent counts a worker that exited with an error as finished: no failure, no restart, "
+        "and the job ends normally once the last worker has ended")
+def agent_ignores_worker_exit_code(patch):
+    from torch.distributed.elastic.multiprocessing.api import SubprocessContext
+
+    def capture(original, self, done_local_ranks):
+        original(self, done_local_ranks)
+        self._failures.clear()  # a non-zero exit code is forgotten as soon as it is seen
+
+    patch.wrap(SubprocessContext, "_capture_process_failures", capture)
+
+
+@mutant("save-state-only-on-main-process",
+        "accelerator.save_state writes only on the main process: the other ranks save nothing, their random "
+        "states included")
+def save_state_only_on_main_process(patch):
+    import accelerate.accelerator as accelerator_module
+    from accelerate.state import PartialState
+
+    def save_accelerator_state(original, output_dir, *args, **kwargs):
+        if not PartialState().is_main_process:
+            return output_dir  # a non-main rank returns as if it had saved
+        return original(output_dir, *args, **kwargs)
+
+    patch.wrap(accelerator_module, "save_accelerator_state", save_accelerator_state)
