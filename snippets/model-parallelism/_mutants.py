@@ -124,3 +124,35 @@ def partial_reduce_is_a_no_op(patch):
     from torch.distributed.tensor import Partial
 
     patch.wrap(Partial, "_reduce_value", lambda original, self, tensor, mesh, mesh_dim: tensor)
+
+
+@mutant(
+    "sequence-parallel-gathers-the-sequence",
+    "SequenceParallel all-gathers the sequence before the norm, so every rank normalises the full, replicated "
+    "activations (only the layout changes, not the memory)",
+)
+def sequence_parallel_gathers_the_sequence(patch):
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import SequenceParallel
+
+    def gathered(original, sequence_sharding, mod, inputs, device_mesh):
+        return original(sequence_sharding, mod, inputs, device_mesh).redistribute(placements=[Replicate()])
+
+    patch.wrap(SequenceParallel, "_prepare_input_fn", gathered)
+
+
+@mutant(
+    "partial-to-shard-all-reduces",
+    "turning a Partial DTensor into Shard all-reduces the whole tensor and keeps this rank's chunk, instead of "
+    "a reduce-scatter",
+)
+def partial_to_shard_all_reduces(patch):
+    from torch.distributed.tensor import Partial
+
+    def all_reduce_then_chunk(original, self, tensor, mesh, mesh_dim, shard_spec):
+        reduced = self._reduce_value(tensor, mesh, mesh_dim)  # a full all-reduce
+        return shard_spec._split_tensor(reduced, mesh.size(mesh_dim), with_padding=False)[0][
+            mesh.get_local_rank(mesh_dim)
+        ].contiguous()
+
+    patch.wrap(Partial, "_reduce_shard_value", all_reduce_then_chunk)
