@@ -29,3 +29,31 @@ def regional_compilation_compiles_whole_model(patch):
         return torch.compile(model, **compile_kwargs)
 
     patch.wrap(accelerate.accelerator, "compile_regions", whole)
+
+
+@mutant("prepare-drops-dataloader-workers",
+        "prepare() rebuilds the DataLoader without its num_workers: every rank loads its batches in the main process")
+def prepare_drops_dataloader_workers(patch):
+    import accelerate.accelerator
+
+    def no_workers(original, *args, **kwargs):
+        loader = original(*args, **kwargs)
+        getattr(loader, "base_dataloader", loader).num_workers = 0  # the torch DataLoader that iterates
+        return loader
+
+    patch.wrap(accelerate.accelerator, "prepare_data_loader", no_workers)
+
+
+@mutant("prepare-divides-workers-among-ranks",
+        "prepare() treats num_workers as the job's total and gives each rank num_workers // num_processes of them")
+def prepare_divides_workers_among_ranks(patch):
+    import accelerate.accelerator
+    from accelerate import PartialState
+
+    def divided(original, *args, **kwargs):
+        loader = original(*args, **kwargs)
+        base = getattr(loader, "base_dataloader", loader)  # the torch DataLoader that iterates
+        base.num_workers = max(1, base.num_workers // PartialState().num_processes) if base.num_workers else 0
+        return loader
+
+    patch.wrap(accelerate.accelerator, "prepare_data_loader", divided)
