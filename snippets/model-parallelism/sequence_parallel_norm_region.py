@@ -3,9 +3,10 @@
 # copy, and the block's one all-reduce becomes an all-gather (sequence shards -> full sequence, before
 # the column-parallel Linear) plus a reduce-scatter (partial sums -> sequence shards, after the
 # row-parallel Linear). Counted with torch's CommDebugMode.
-# Negative controls: the same block parallelized without SequenceParallel (plain TP: the norm runs on
-# the full, replicated activations and the row-parallel output is all-reduced), and, for the output,
-# the same SP plan with the row-parallel output left as a partial sum (no reduce-scatter).
+# Negative controls: the same block parallelized without SequenceParallel (plain TP: the row-parallel
+# output is all-reduced); for the norm's memory, two such blocks fed the same x under either plan,
+# where the second norm gets the first block's reduce-scatter (SP) or all-reduce (plain TP) output;
+# and, for the output, the same SP plan with the row-parallel output left as a partial sum.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/model-parallelism/sequence_parallel_norm_region.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -14,7 +15,7 @@ import copy
 import torch
 from accelerate import Accelerator
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor import DTensor, Partial, Shard
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor.debug import CommDebugMode
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
 
@@ -44,9 +45,17 @@ tp_block = parallelize_module(copy.deepcopy(dense), mesh, {"1": ColwiseParallel(
 # Control for the output: the SP plan whose row-parallel output stays a partial sum (no reduce-scatter).
 sp_no_reduce = parallelize_module(copy.deepcopy(dense), mesh, sequence_parallel_plan(Partial()))
 
+# For the memory claim, two such blocks in a row, both fed the same full x: the second block's norm
+# gets what the library hands it, the first block's reduce-scatter (SP) or all-reduce (plain TP).
+two_blocks = torch.nn.Sequential(copy.deepcopy(dense), copy.deepcopy(dense))
+sp_plan = {f"{i}.{name}": style for i in (0, 1) for name, style in sequence_parallel_plan(Shard(1)).items()}
+tp_plan = {f"{i}.{name}": style for i in (0, 1) for name, style in (("1", ColwiseParallel()), ("3", RowwiseParallel()))}
+sp_chain = parallelize_module(copy.deepcopy(two_blocks), mesh, sp_plan)
+tp_chain = parallelize_module(copy.deepcopy(two_blocks), mesh, tp_plan)
+
 norm_outputs = {}
-for name, block in (("sp", sp_block), ("tp", tp_block)):
-    block[0].register_forward_hook(lambda mod, inp, out, name=name: norm_outputs.__setitem__(name, out))
+for name, chain in (("sp", sp_chain), ("tp", tp_chain)):
+    chain[1][0].register_forward_hook(lambda mod, inp, out, name=name: norm_outputs.__setitem__(name, out))
 
 
 def counts(run):
@@ -65,6 +74,8 @@ with torch.no_grad():
     sp_out, sp_counts, sp_ops = counts(lambda: sp_block(my_tokens))  # each rank feeds only its tokens
     tp_out, tp_counts, tp_ops = counts(lambda: tp_block(x))  # plain TP: every rank feeds the whole sequence
     partial_out = sp_no_reduce(my_tokens)
+    sp_chain(DTensor.from_local(x, mesh, [Replicate()], run_check=False))  # the whole x, replicated
+    tp_chain(x)
 
 
 def local(t):
