@@ -1,11 +1,12 @@
 # Saving a checkpoint on every rank before a preemption. The scheduler's SIGTERM reaches rank 1 only,
-# during step 3 (the snippet sends it to itself with os.kill, so the step is known). A handler only
+# at the end of step 3, the 4th (the snippet sends it to itself with os.kill, so the step is known). A handler only
 # sets a flag; every step all ranks all_reduce(MAX) the flag, so all of them see it at the same step,
 # call accelerator.save_state together and stop. save_state writes the weights and optimizer from the
 # main process and each rank's random states from that rank: the checkpoint is complete, one step.
 # Negative control: the same loop where each rank acts on its own flag only. Rank 1 saves alone;
 # rank 0 never learns of the signal, so the checkpoint has no weights and no rank-0 state. (Its steps
-# run under no_sync: with DDP's all-reduce, rank 0 would wait forever for rank 1 at its next backward.)
+# run under no_sync: with DDP's all-reduce, rank 0 would block at its next backward, waiting for rank 1,
+# until the process-group timeout.)
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/save_on_preemption_signal.py
 import contextlib

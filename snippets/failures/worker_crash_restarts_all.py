@@ -11,7 +11,7 @@
 # normally only when restarts are left); worker 0 in the attempt where nothing crashed (it finishes).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/worker_crash_restarts_all.py
-#   By hand, the same job:  torchrun --nproc_per_node 2 --max-restarts 1 job.py OUT
+#   By hand, the same job:  torchrun --nproc_per_node 2 --max-restarts 1 job.py OUT 2.0
 import gc
 import json
 import os
@@ -29,18 +29,19 @@ from accelerate.utils import gather_object
 import _claims
 
 state = Accelerator()  # ACCELERATE_USE_CPU=true: gloo on CPU
+BARRIER_TIMEOUT_S = 2.0  # a worker left waiting at a barrier this long gives up by itself (exit code 1)
 
 JOB = r"""
 import json, os, signal, sys, time
-STEPS, CRASHING_WORKER, CRASH_STEP, BARRIER_TIMEOUT_S = 3, 1, 1, 2.0
+STEPS, CRASHING_WORKER, CRASH_STEP = 3, 1, 1
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])  # written by the agent for each attempt
-folder, step = sys.argv[1], 0
+folder, BARRIER_TIMEOUT_S, step = sys.argv[1], float(sys.argv[2]), 0
 
 def record(ended):
     with open(os.path.join(folder, f"rank{rank}-restart{restart}.json"), "w") as out:
         json.dump({"rank": rank, "restart_count": restart, "ended": ended, "step": step, "pid": os.getpid(),
-                   "max_restarts": os.environ["TORCHELASTIC_MAX_RESTARTS"]}, out)
+                   "max_restarts": os.environ["TORCHELASTIC_MAX_RESTARTS"], "time": time.time()}, out)
 
 def stopped(signum, frame):  # the agent stops workers with SIGTERM
     record(signal.Signals(signum).name)
@@ -86,7 +87,7 @@ def torchrun(max_restarts, workdir):
     script.write_text(JOB)
     out.mkdir()
     argv = ["--nproc_per_node", "2", "--max-restarts", str(max_restarts), "--master_port", str(free_port()),
-            str(script), str(out)]
+            str(script), str(out), str(BARRIER_TIMEOUT_S)]
     result, log = pathlib.Path(workdir, "launcher.json"), pathlib.Path(workdir, "launcher.log")
     pid = os.fork()
     if pid == 0:  # the child launcher: the torchrun process, the elastic agent
@@ -130,19 +131,29 @@ def finished_restart_counts(launch):
     return sorted(w["restart_count"] for w in launch["workers"] if w["ended"] == "finished")
 
 
+def worker(launch, rank, restart):
+    return next((w for w in launch["workers"] if w["rank"] == rank and w["restart_count"] == restart), {})
+
+
 def ended(launch, rank, restart):
-    return next((w["ended"] for w in launch["workers"] if w["rank"] == rank and w["restart_count"] == restart), None)
+    return worker(launch, rank, restart).get("ended")
+
+
+def seconds_from_crash_to_sigterm(launch):
+    """From worker 1's last record before it raised to worker 0's record in its SIGTERM handler."""
+    crashed, stopped = worker(launch, rank=1, restart=0), worker(launch, rank=0, restart=0)
+    return round(stopped["time"] - crashed["time"], 3) if "time" in crashed and "time" in stopped else None
 
 
 if state.is_main_process:
-    workers = {launch: [(w["rank"], w["restart_count"], w["ended"], w["pid"]) for w in outcome["workers"]]
+    workers = {launch: [(w["rank"], w["restart_count"], w["ended"], w["step"], w["pid"]) for w in outcome["workers"]]
                for launch, outcome in (("max_restarts_1", with_restart), ("max_restarts_0", without_restart))}
     _claims.equal(
         "one_crash_restarts_every_worker",
         measured=finished_restart_counts(with_restart),
         control=finished_restart_counts(without_restart),
         expected=[1, 1],
-        workers_rank_restart_ended_pid=workers,
+        workers_rank_restart_ended_step_pid=workers,
         launcher_seconds=[with_restart["seconds"], without_restart["seconds"]],
     )
     _claims.equal(
@@ -150,6 +161,9 @@ if state.is_main_process:
         measured=ended(with_restart, rank=0, restart=0),  # worker 0 never failed
         control=ended(with_restart, rank=0, restart=1),  # worker 0 again, in the attempt where nobody crashed
         expected="SIGTERM",
+        worker_0_step_when_stopped=worker(with_restart, rank=0, restart=0).get("step"),
+        seconds_from_crash_to_sigterm=seconds_from_crash_to_sigterm(with_restart),
+        barrier_timeout_seconds=BARRIER_TIMEOUT_S,  # how long worker 0 would wait before ending by itself
         worker_0_without_restarts=ended(without_restart, rank=0, restart=0),
     )
     _claims.equal(
