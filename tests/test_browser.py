@@ -23,8 +23,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.test_site import build
-from verify import evidence, figures, study
-from verify.pages import DOCS_DIR, load_pages, question_pages
+from verify import evidence
+from verify.website import figures, study
+from verify.pages import load_pages, question_pages
+from verify.paths import DOCS_DIR
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 AVAILABLE = Path(CHROMIUM).exists() and importlib.util.find_spec("playwright") is not None

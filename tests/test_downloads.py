@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from verify import downloads
+from verify.website import downloads
 from verify.pages import all_proofs, find_snippet, load_pages
 
 

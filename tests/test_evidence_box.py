@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from verify import evidence, evidence_box, reference
-from verify.pages import DOCS_DIR, Claim, Page, Proof, load_page
+from verify import evidence
+from verify.website import evidence_box, reference
+from verify.pages import Claim, Page, Proof, load_page
+from verify.paths import DOCS_DIR
 
 PAGE = DOCS_DIR / "questions" / "data-parallelism" / "data-parallel-accuracy.md"
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import BROKEN
 from tests.test_harness import processes_under, verdict_of
-from verify.pages import ROOT
+from verify.paths import ROOT
 from verify.reaper import kill_groups
 
 HARNESS = textwrap.dedent("""

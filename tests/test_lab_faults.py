@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from verify.labs import read_lab, verify_labs
-from verify.pages import ROOT
+from verify.paths import ROOT
 from verify.reaper import kill_groups
 
 

@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from verify.pages import DIFFICULTIES, ROOT, SNIPPETS_DIR, all_proofs, load_pages, question_pages
-from verify.site_hooks import SOURCES
+from verify.pages import DIFFICULTIES, all_proofs, load_pages, question_pages
+from verify.paths import ROOT, SNIPPETS_DIR
+from verify.website.hooks import SOURCES
 
 PAGES = load_pages()
 SEEDS = ROOT.parent / "shared" / "seeds"  # the handouts; beside a checkout in this workplace, absent elsewhere

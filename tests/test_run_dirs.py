@@ -5,7 +5,7 @@ import sys
 import textwrap
 
 from verify.conftest import fresh_run_dir
-from verify.pages import ROOT
+from verify.paths import ROOT
 
 
 def test_a_live_sessions_run_folder_survives_pruning_and_goes_once_it_ended(tmp_path):

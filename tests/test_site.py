@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from verify.pages import ROOT, load_page
+from verify.pages import load_page
+from verify.paths import ROOT
 
 EXTERNAL = re.compile(
     r"""<(?:script|img|iframe|source|audio|video)[^>]+src=["']?(?:https?:)?//"""
@@ -134,9 +135,11 @@ def test_a_lab_page_builds_from_its_executed_copy(tmp_path):
 
 def test_the_committed_reference_evidence_speaks_for_the_pages_claims():
     """What a fresh clone shows: each reference file names its machine and matches its page's claims
-    (`python -m verify.reference --check` also lists the proofs it lacks)."""
-    from verify import evidence, labs, reference
-    from verify.pages import REFERENCE_DIR, all_proofs, load_pages
+    (`python -m verify.website.reference --check` also lists the proofs it lacks)."""
+    from verify import evidence, labs
+    from verify.website import reference
+    from verify.pages import all_proofs, load_pages
+    from verify.paths import REFERENCE_DIR
 
     proofs = {f"{Path(p.snippet).stem}.json": p for p in all_proofs(load_pages()) + labs.load_labs()[0]}
     for path in sorted(REFERENCE_DIR.glob("*.json")):

@@ -1,11 +1,12 @@
-"""Study mode's generators (verify/study.py, verify/figures.py) on the real pages and on made-up evidence."""
+"""Study mode's generators (verify/website/study.py, verify/website/figures.py) on the real pages and on made-up evidence."""
 
 import json
 import textwrap
 
 import pytest
 
-from verify import evidence, figures, study
+from verify import evidence
+from verify.website import figures, study
 from verify.pages import load_page, load_pages, question_pages
 
 PAGES = load_pages()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from verify.labs import load_labs
-from verify.pages import ROOT, all_proofs, load_pages
+from verify.pages import all_proofs, load_pages
+from verify.paths import ROOT, RUNS_DIR
 from verify.run_dirs import fresh_run_dir
 from verify.runner import MEMORY_LIMIT_MB, LaunchSettings
 from verify.session import verify_all
@@ -82,7 +83,7 @@ def results(request):
                  if callspec and isinstance(callspec.params.get("mutant_case"), tuple)]  # fmt: skip
     proofs = list({(proof.page, proof.snippet): proof for proof, claim in selected if claim}.values())
     settings = launch_settings(request.config)
-    work_dir = fresh_run_dir(ROOT / ".verify" / "runs")
+    work_dir = fresh_run_dir(RUNS_DIR)
     return verify_all(
         proofs, settings, work_dir, request.config.getoption("launch_mode"),
         reuse_evidence=request.config.getoption("reuse_evidence"), mutants=request.config.getoption("mutants"),

@@ -13,18 +13,13 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from verify.pages import REFERENCE_DIR, ROOT, SNIPPETS_DIR, Proof
+from verify.judge import MutantVerdict, Verdict
+from verify.mutation import MutantError, catalogue_for
+from verify.pages import Proof
+from verify.paths import EVIDENCE_DIR, MATRIX_DIR, REFERENCE_EVIDENCE_DIR, SNIPPETS_DIR
 from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
 
 HARNESS_DIR = Path(__file__).resolve().parent
-# Modules that only build the site: they never change a verdict, so they are no part of a fingerprint.
-SITE_MODULES = {"site_hooks.py", "evidence_box.py", "downloads.py", "reference.py", "study.py", "figures.py",
-                "lab_pages.py"}  # fmt: skip
-
-# Where `pytest verify` writes and the site reads; a test points both elsewhere.
-EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", ROOT / ".verify" / "evidence"))
-# The committed reference set the site falls back on (never read by the harness); a test points it elsewhere.
-REFERENCE_EVIDENCE_DIR = Path(os.environ.get("VERIFY_REFERENCE_DIR", REFERENCE_DIR))
 
 
 def versions() -> dict:
@@ -45,7 +40,7 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
     digest = hashlib.sha256()
     helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *SNIPPETS_DIR.glob("_*.py"),
                       *mutant_sources(proof)})  # fmt: skip
-    harness = [path for path in sorted(HARNESS_DIR.glob("*.py")) if path.name not in SITE_MODULES]
+    harness = sorted(HARNESS_DIR.glob("*.py"))  # the proof side only: verify/website/ never changes a verdict
     for path in [proof.path, *helpers, *harness]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     declared = {
@@ -64,7 +59,6 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
 
 def mutant_sources(proof: Proof) -> set:
     """The files defining the mutants this proof's claims name: a changed mutant is a changed proof."""
-    from verify.mutation import MutantError, catalogue_for
 
     names = {name for claim in proof.claims.values() for name in claim.breaks_when}
     if not names:
@@ -125,7 +119,6 @@ def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDEN
 
 def reused_verdicts(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> list | None:
     """The verdicts recorded in reusable evidence of this proof, or None when it must run again."""
-    from verify.judge import Verdict
 
     found = reusable(proof, settings, evidence_dir)
     if found is None:
@@ -147,7 +140,6 @@ def mutants_section(mutant_verdicts: list) -> list:
 
 def reused_mutant_verdicts(proof: Proof, names: list, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     """The recorded mutant verdicts of this proof if each named mutant was caught in its latest evidence."""
-    from verify.judge import MutantVerdict
 
     found = read(proof.snippet, evidence_dir) if names and proof.path.exists() else None
     if not names:
@@ -272,11 +264,15 @@ def shown(snippet: str, evidence_dir: Path | None = None, reference_dir: Path | 
     return {**found, "reference": True} if found is not None else None
 
 
+def current(snippet: str, declared: dict) -> dict | None:
+    """What the site shows for a snippet, or None when there is none or it predates the page's claims."""
+    found = shown(snippet)
+    return found if found and matches_claims(found, declared) else None
+
+
 def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:
     """release -> this snippet's claim rows from `python -m verify.matrix`, oldest release first."""
     from packaging.version import Version
-
-    from verify.matrix import MATRIX_DIR
 
     found = {}
     for summary in (matrix_dir or MATRIX_DIR).glob("*/matrix.json"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-from verify.pages import SNIPPETS_DIR, Proof
+from verify.pages import Proof
+from verify.paths import SNIPPETS_DIR
 from verify.runner import LaunchSettings, SnippetRun
 
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from verify import evidence, reaper, schema
 from verify.judge import Verdict, judge
-from verify.pages import DEFAULT_TIMEOUT_S, ROOT, SNIPPETS_DIR, Page, PageError, Proof, claim_from, validated
+from verify.paths import EXECUTED_LABS_DIR, LABS_DIR, ROOT, RUNS_DIR, SNIPPETS_DIR
+from verify.pages import DEFAULT_TIMEOUT_S, Page, PageError, Proof, claim_from, validated
 from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
 
-LABS_DIR = ROOT / "docs" / "labs"
-EXECUTED_DIR = Path(os.environ.get("VERIFY_LABS_DIR", ROOT / ".verify" / "labs"))
+EXECUTED_DIR = EXECUTED_LABS_DIR
 SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
          "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "PROOF_REPORT_FILE")  # fmt: skip
 
@@ -256,5 +256,5 @@ def verify_labs(
 if __name__ == "__main__":  # python -m verify.labs docs/labs/lab1_first_distributed_run.py
     for argument in sys.argv[1:]:
         lab = read_lab(Path(argument).resolve())
-        for verdict in verify_labs([lab], ROOT / ".verify" / "runs" / "labs-by-hand").values():
+        for verdict in verify_labs([lab], RUNS_DIR / "labs-by-hand").values():
             print("PASS" if verdict.passed else "FAIL", verdict.reason)

@@ -32,10 +32,8 @@ from packaging.version import InvalidVersion, Version
 
 from verify.evidence import read as read_evidence
 from verify.pages import Claim
+from verify.paths import MATRIX_DIR, RELEASES_DIR, ROOT, RUNS_DIR
 
-ROOT = Path(__file__).resolve().parent.parent
-RELEASES_DIR = ROOT / ".verify" / "releases"
-MATRIX_DIR = Path(os.environ.get("VERIFY_MATRIX_DIR", ROOT / ".verify" / "matrix"))
 # A crash with one of these means the proof uses an API the release does not have.
 MISSING_API = re.compile(r"^(ImportError|ModuleNotFoundError|AttributeError|TypeError: .*unexpected keyword)", re.M)
 
@@ -124,7 +122,7 @@ def run_release(release: str, selection: str | None, nproc: int, pinned: bool, e
     # The installed release shares `pytest verify`'s evidence, reused wherever nothing changed since.
     # (The parent decides which release is installed: in here the release on the path is the one seen.)
     evidence_dir = EVIDENCE_DIR if pinned else MATRIX_DIR / release
-    runs = ROOT / ".verify" / "runs"
+    runs = RUNS_DIR
     runs.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix=f"matrix-{release}-", dir=runs))  # reports append: never reuse one
     verify_proofs(proofs, LaunchSettings(num_processes=nproc), work_dir, "grouped", evidence_dir, reuse_evidence=pinned)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from verify.pages import SNIPPETS_DIR
+from verify.paths import SNIPPETS_DIR
 
 MUTANTS_FILE = "_mutants.py"
 _MISSING = object()

@@ -14,13 +14,8 @@ import yaml
 from pydantic import ValidationError
 
 from verify import schema
+from verify.paths import DOCS_DIR, ROOT, SNIPPETS_DIR
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCS_DIR = ROOT / "docs"
-SNIPPETS_DIR = ROOT / "snippets"
-# Evidence measured on a reference machine and committed, shown by the site where this machine has none yet
-# (refreshed from .verify/evidence by `python -m verify.reference`).
-REFERENCE_DIR = ROOT / "reference-evidence"
 REPO_URL = "https://github.com/accelerate-interview-proofs/accelerate-interview-proofs"
 QUESTIONS = "questions"
 DEFAULT_TIMEOUT_S = 120.0

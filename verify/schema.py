@@ -95,9 +95,9 @@ class PageMeta(Strict):
     difficulty: Optional[Literal[DIFFICULTIES]] = None  # type: ignore[valid-type]
     tags: Optional[list[StrictStr]] = None
     order: Optional[StrictInt] = None
-    key_facts: Optional[list[dict]] = None  # checked by verify/study.py
-    handout_errors: Optional[list[dict]] = None  # checked by the errata table (verify/site_hooks.py)
-    figures: Optional[list] = None  # checked by verify/figures.py, with the page's claim ids
+    key_facts: Optional[list[dict]] = None  # checked by verify/website/study.py
+    handout_errors: Optional[list[dict]] = None  # checked by the errata table (verify/website/hooks.py)
+    figures: Optional[list] = None  # checked by verify/website/figures.py, with the page's claim ids
     proofs: Optional[list[ProofEntry]] = None
     # mkdocs-material's own page settings
     hide: Optional[list[StrictStr]] = None

@@ -1,6 +1,6 @@
 """What a reader downloads to run a proof themselves: each snippet as one self-contained script (the
 `_claims.py` it imports, and any helper module beside it, inlined), `_claims.py` alone, and each lab as
-a notebook (.ipynb). Written into the built site by verify/site_hooks.py; nothing here runs a proof.
+a notebook (.ipynb). Written into the built site by verify/website/hooks.py; nothing here runs a proof.
 """
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from verify.pages import REPO_URL, SNIPPETS_DIR, find_snippet
+from verify.pages import REPO_URL, find_snippet
+from verify.paths import SNIPPETS_DIR
 
 DOWNLOADS = "downloads"
 IMPORTED = re.compile(r"^\s*(?:import|from)\s+(_[A-Za-z0-9_]+)\b", re.M)

@@ -15,11 +15,12 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from verify.pages import DOCS_DIR, QUESTIONS, ROOT, load_page
+from verify.pages import QUESTIONS, load_page
+from verify.paths import DOCS_DIR, LEDGER_FILE
 
-LEDGER = ROOT / "data" / "question-ledger.yaml"
+LEDGER = LEDGER_FILE
 MARKER = "<!-- question-ledger -->"
-HANDOUTS = {  # the keys of verify/site_hooks.py SOURCES; their errors are listed on the errata page
+HANDOUTS = {  # the keys of verify/website/hooks.py SOURCES; their errors are listed on the errata page
     "interview-handout": "Interview handout (《Accelerate分布式训练面试题》)",
     "course-slides": "Course slides (使用 AutoModel 和 Accelerator 准备模型)",
     "summary-article": "Summary article (《圖解分布式訓練（七）》)",

@@ -1,7 +1,7 @@
 """The committed reference evidence: what a fresh clone's site shows before its own first `pytest verify`.
 
-    python -m verify.reference            # copy this machine's latest evidence and executed labs
-    python -m verify.reference --check    # list the proofs the reference set lacks or holds stale
+    python -m verify.website.reference            # copy this machine's latest evidence and executed labs
+    python -m verify.website.reference --check    # list the proofs the reference set lacks or holds stale
 
 It copies `.verify/evidence/*.json` into `reference-evidence/` and `.verify/labs/*.ipynb` into
 `reference-evidence/labs/`, each evidence file labelled with the machine it was measured on (system,
@@ -19,8 +19,10 @@ import platform
 import sys
 from pathlib import Path
 
-from verify import evidence, lab_pages, labs
-from verify.pages import REFERENCE_DIR, all_proofs, load_pages
+from verify import evidence, labs
+from verify.website import lab_pages
+from verify.pages import all_proofs, load_pages
+from verify.paths import REFERENCE_DIR
 
 
 def describe_machine() -> str:

@@ -2,7 +2,7 @@
 
 The .py is the source; `pytest verify` keeps the executed notebook in .verify/labs/. A lab page shows
 that executed copy when there is one, else the bare source and the command that runs it; then the
-evidence of its claims, as a question page does. Called from verify/site_hooks.py.
+evidence of its claims, as a question page does. Called from verify/website/hooks.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import markdown as _markdown
 
 from verify import evidence as _evidence
 from verify import labs as _labs
+from verify.paths import CLEANED_DIR
 
 _NOTEBOOK_CSS = "assets/notebook.css"  # the ~590 KB of notebook styles, written once instead of per page
 _EXTERNAL_SCRIPT = _re.compile(
@@ -78,7 +79,7 @@ def use_executed_copies(files, cache_dir: Path | None = None):
             # (a folder named labs: mkdocs-jupyter renders only paths that match its `labs/*.ipynb`)
             # one folder per source folder, so that builds from different executed copies never share one
             tag = hashlib.sha256(str(executed.parent).encode()).hexdigest()[:12]
-            executed = cleaned_copy(executed, cache_dir or _evidence.ROOT / ".verify" / "cleaned" / tag / "labs")
+            executed = cleaned_copy(executed, cache_dir or CLEANED_DIR / tag / "labs")
             # mkdocs-jupyter's NotebookFile wraps the File (`.file`); abs_src_path is a cached
             # property of each, so set it on both
             for layer in {id(file): file, id(getattr(file, "file", file)): getattr(file, "file", file)}.values():

@@ -17,7 +17,9 @@ from pathlib import Path, PurePosixPath
 import markdown as python_markdown
 
 from verify import evidence
-from verify.pages import DIFFICULTIES, DOCS_DIR, QUESTIONS, Page, load_page
+from verify.pages import DIFFICULTIES, QUESTIONS, Page, load_page, load_pages
+from verify.paths import DOCS_DIR
+from verify.website import figures
 
 QUESTIONS_JSON = "assets/study/questions.json"
 ANSWER = re.compile(r'\?\?\? success "30-second answer"\n((?:    .*\n|\n)+)')
@@ -50,19 +52,11 @@ def topic_title(topic: str) -> str:
     return load_page(index).title if index.exists() else topic
 
 
-def current_evidence(snippet: str, declared: dict) -> dict | None:
-    """The latest evidence of a snippet, or None when there is none or it predates the page's claims."""
-    found = evidence.shown(snippet)
-    if not found:
-        return None
-    return found if evidence.matches_claims(found, declared) else None
-
-
 def proof_status(page: Page) -> tuple[str, str]:
     """(status, why) of a page's proofs from the latest evidence: one of STATUSES."""
     failed, missing, skipped, passed = [], [], [], []
     for proof in page.proofs:
-        found = current_evidence(proof.snippet, proof.claims)
+        found = evidence.current(proof.snippet, proof.claims)
         if found is None:
             (skipped if proof.requires == "cuda" else missing).append(proof.snippet)
         elif found["claims"] and all(evidence.as_declared(claim) for claim in found["claims"]):
@@ -226,7 +220,7 @@ def measured_note(page: Page, claim_id: str) -> str:
     for proof in page.proofs:
         if claim_id not in proof.claims:
             continue
-        found = current_evidence(proof.snippet, proof.claims)
+        found = evidence.current(proof.snippet, proof.claims)
         claim = next((c for c in (found or {}).get("claims", []) if c["id"] == claim_id), None)
         if not claim or not claim["reports"]:
             return ""
@@ -300,8 +294,6 @@ def add_generated_files(files, config):
     (written into the site, never into docs/). Raises figures.FigureError for a bad declaration."""
     from mkdocs.structure.files import File
 
-    from verify import figures  # here: figures reads the evidence through this module
-    from verify.pages import load_pages
 
     def url_of(page):
         return files.get_file_from_path(page.path.relative_to(DOCS_DIR).as_posix()).url

@@ -1,8 +1,8 @@
 """mkdocs hooks: put each proof's code and latest evidence on its page, and build the errata table.
 
 A page marks where a proof goes with `<!-- proof: NAME.py -->`; the errata page with `<!-- errata -->`.
-The question ledger (verify/ledger.py): `<!-- question-ledger -->`.
-Study mode (verify/study.py, verify/figures.py): `<!-- question-index -->`, `<!-- cheat-sheet -->`,
+The question ledger (verify/website/ledger.py): `<!-- question-ledger -->`.
+Study mode (verify/website/study.py, verify/website/figures.py): `<!-- question-index -->`, `<!-- cheat-sheet -->`,
 `<!-- figure: ID -->`, and the generated assets/study/questions.json and assets/figures/*.svg.
 """
 
@@ -16,8 +16,10 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
 
-from verify import downloads, evidence, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
-from verify.pages import DOCS_DIR, QUESTIONS, REPO_URL, SNIPPETS_DIR, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
+from verify import evidence
+from verify.website import downloads, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
+from verify.pages import QUESTIONS, REPO_URL, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
+from verify.paths import DOCS_DIR, SNIPPETS_DIR
 from verify.pages import DIFFICULTIES  # noqa: E402
 
 SOURCES = {
@@ -32,7 +34,7 @@ def indent(text: str, spaces: int = 4) -> str:
 
 
 def evidence_block(proof, slug: str) -> str:
-    """The evidence box of a proof (verify/evidence_box.py)."""
+    """The evidence box of a proof (verify/website/evidence_box.py)."""
     return evidence_box.box(proof, slug)
 
 

@@ -1,6 +1,6 @@
 """The evidence box a reader sees under a proof, and the worlds of the mutants a page names.
 
-Site side only (verify/site_hooks.py and verify/lab_pages.py call it): it reads the evidence the harness
+Site side only (verify/website/hooks.py and verify/website/lab_pages.py call it): it reads the evidence the harness
 wrote and never runs anything. Everything taken from evidence or front matter is HTML-escaped.
 
 - `box(proof, slug)`: each claim as a row (a card on a phone) that leads with its sentence, then what was

@@ -26,9 +26,9 @@ import io
 import textwrap
 from pathlib import PurePosixPath
 
-from verify.pages import DOCS_DIR, Page
+from verify.pages import Page
+from verify.paths import DOCS_DIR
 from verify import evidence
-from verify.study import current_evidence
 
 FIGURES_DIR = "assets/figures"
 KINDS = ("bar", "logbar", "line")
@@ -87,7 +87,7 @@ def problems(page: Page) -> list[str]:
 def first_report(page: Page, claim_id: str) -> dict:
     for proof in page.proofs:
         if claim_id in proof.claims:
-            found = current_evidence(proof.snippet, proof.claims)
+            found = evidence.current(proof.snippet, proof.claims)
             if found is None:
                 raise MissingData(f"no current evidence for {proof.snippet}")
             claim = next(c for c in found["claims"] if c["id"] == claim_id)

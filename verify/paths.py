@@ -1,0 +1,32 @@
+"""Every folder the project reads or writes, in one place.
+
+The proof side (`verify/*.py`) and the site side (`verify/website/`) both import their paths from here; the
+environment variables let tests point the outputs at a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# What the project is made of.
+DOCS_DIR = ROOT / "docs"
+SNIPPETS_DIR = ROOT / "snippets"
+LABS_DIR = DOCS_DIR / "labs"
+LEDGER_FILE = ROOT / "data" / "question-ledger.yaml"
+# Evidence measured on a reference machine and committed, shown by the site where this machine has none yet
+# (refreshed from EVIDENCE_DIR by `python -m verify.website.reference`).
+REFERENCE_DIR = ROOT / "reference-evidence"
+# The reference set the site falls back on (never read by the harness); a test points it elsewhere.
+REFERENCE_EVIDENCE_DIR = Path(os.environ.get("VERIFY_REFERENCE_DIR", REFERENCE_DIR))
+
+# What `pytest verify` and the release matrix write (all under .verify/, which git ignores).
+STATE_DIR = ROOT / ".verify"
+EVIDENCE_DIR = Path(os.environ.get("VERIFY_EVIDENCE_DIR", STATE_DIR / "evidence"))
+EXECUTED_LABS_DIR = Path(os.environ.get("VERIFY_LABS_DIR", STATE_DIR / "labs"))
+MATRIX_DIR = Path(os.environ.get("VERIFY_MATRIX_DIR", STATE_DIR / "matrix"))
+RELEASES_DIR = STATE_DIR / "releases"
+RUNS_DIR = STATE_DIR / "runs"
+CLEANED_DIR = STATE_DIR / "cleaned"
