@@ -3,6 +3,8 @@
 #  * range:      fp16 tops out at 65504 and overflows to inf; bf16 has float32's exponent (up to ~3.4e38)
 #  * tiny values: fp16 is subnormal below ~6.1e-5 and flushes to 0 below ~3e-8; bf16 keeps 1e-8
 #  * precision:  bf16 keeps 8 significant bits, so 1 + 2**-8 rounds to 1 and a running sum stalls at 256
+#  * fp8 (torch.float8_e4m3fn: 1 + 4 + 3 bits, largest 448): 1.05 rounds to 1.0, and gradient-sized
+#    values (~1e-4) all round to 0 unless the tensor is first scaled so its largest value maps to 448
 # Each claim computes the same thing in the other format (or in float32) as its control.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/mixed-precision/fp16_bf16_number_formats.py
@@ -122,4 +124,46 @@ _claims.equal(
     measured=1.0 - w16.item(),
     control=1.0 - w32.item(),  # control: the same 10 updates on a float32 (master) weight
     expected=0.0,
+)
+
+# --- 6. fp8, as Transformer Engine and torchao use it for matmul inputs: E4M3 (1 + 4 + 3 bits, largest
+# 448, eps 2**-3) and E5M2 (1 + 5 + 2, fp16's range). Only casts are used (no fp8 matmul on this CPU).
+e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
+value = torch.tensor(1.05)
+cast_error = {dt: abs(value.to(dt).to(fp32).item() - 1.05) for dt in (e4m3, bf16)}
+_claims.at_least(
+    "fp8_e4m3_keeps_3_mantissa_bits",
+    measured=cast_error[e4m3],  # 1.05 -> 1.0: its e4m3 neighbours are 1.0 and 1.125
+    control=cast_error[bf16],  # control: the same cast to bf16 (1.046875)
+    bound=0.01,
+    e4m3_of_1_05=value.to(e4m3).to(fp32).item(),
+    bf16_of_1_05=value.to(bf16).to(fp32).item(),
+    eps_e4m3=torch.finfo(e4m3).eps,
+    eps_e5m2=torch.finfo(e5m2).eps,
+    e4m3_max=torch.finfo(e4m3).max,
+    e5m2_max=torch.finfo(e5m2).max,
+    e4m3_of_1000=torch.tensor(1000.0).to(e4m3).to(fp32).item(),  # past 448: torch's cast clips to 448
+)
+
+torch.manual_seed(0)
+grads = torch.randn(1000) * 1e-4  # gradient-sized values, far below e4m3's smallest subnormal (2**-9)
+
+
+def fp8_round_trip_error(tensor, dtype, per_tensor_scale):
+    """Relative error of tensor -> fp8 -> float32, optionally scaled so that its amax maps to the format's max."""
+    scale = torch.finfo(dtype).max / tensor.abs().max() if per_tensor_scale else torch.tensor(1.0)
+    back = (tensor * scale).to(dtype).to(fp32) / scale
+    return ((back - tensor).norm() / tensor.norm()).item()
+
+
+_claims.at_most(
+    "fp8_e4m3_needs_per_tensor_scaling",
+    measured=fp8_round_trip_error(grads, e4m3, per_tensor_scale=True),
+    control=fp8_round_trip_error(grads, e4m3, per_tensor_scale=False),  # control: cast as is
+    tolerance=0.1,
+    e4m3_zeros_unscaled=int((grads.to(e4m3).to(fp32) == 0).sum()),
+    e5m2_error_unscaled=fp8_round_trip_error(grads, e5m2, per_tensor_scale=False),
+    e5m2_error_scaled=fp8_round_trip_error(grads, e5m2, per_tensor_scale=True),
+    bf16_error_unscaled=fp8_round_trip_error(grads, bf16, per_tensor_scale=False),
+    e4m3_smallest_subnormal=torch.tensor(1, dtype=torch.uint8).view(e4m3).to(fp32).item(),
 )

@@ -384,3 +384,24 @@ def save_model_waits_for_the_write(patch):
         return result
 
     patch.wrap(Accelerator, "save_model", save_model)
+
+
+# --- layers that look at the whole batch ---
+
+
+@mutant(
+    "batchnorm-normalises-with-running-stats",
+    "BatchNorm in training mode normalises with its running statistics, so a micro-batch's output does not "
+    "depend on the other samples in it (and accumulation would equal a big batch)",
+)
+def batchnorm_normalises_with_running_stats(patch):
+    import torch
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    def forward(original, self, x):
+        patch.ran()
+        return torch.nn.functional.batch_norm(
+            x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
+        )
+
+    patch.wrap(_BatchNorm, "forward", forward)

@@ -7,11 +7,14 @@
 # GradientAccumulationPlugin's adjust_scheduler is documented as True by default, but in effect it
 # is False: KwargsHandler.to_kwargs drops fields left at their default and GradientState reads
 # .get("adjust_scheduler", False).
+# With a BatchNorm layer the accumulated run does NOT take the big-batch step: in training mode each
+# micro-batch of 8 is normalised with its own mean and variance, not those of the 64 samples.
 # Negative controls: loss.backward() instead of accelerator.backward(loss) (the loss is not divided
 # by 4, so the accumulated gradient is 4 times too large); the same loop without accumulate() (an
 # all-reduce, an optimizer step and a scheduler step after every micro-batch); a plain DataLoader
 # (no end-of-data signal, so the last 2 micro-batches never step); each micro-batch divided by the
-# length of its own window instead of by 4; the plugin's own field, read before to_kwargs drops it.
+# length of its own window instead of by 4; the plugin's own field, read before to_kwargs drops it;
+# the BatchNorm model in eval mode (normalising with running statistics, whatever the micro-batch).
 #
 #   accelerate launch --multi_gpu --num_processes 2 snippets/training-mechanics/accumulate_matches_big_batch.py
 #   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
@@ -177,4 +180,40 @@ _claims.at_most(
     measured=(short_weights - flat_weights(short_reference)).abs().max().item(),
     control=(per_window_weights - flat_weights(short_reference)).abs().max().item(),
     tolerance=TOLERANCE,
+)
+
+
+# --- BatchNorm: a layer that looks at the micro-batch as a whole ---
+bn_model = torch.nn.Sequential(
+    torch.nn.Linear(8, 32), torch.nn.BatchNorm1d(32), torch.nn.Tanh(), torch.nn.Linear(32, 1)
+)
+
+
+def batchnorm_gap(batch_statistics=True):
+    """Largest |weights after one accumulated window (4 micro-batches of 8 per rank) - weights after one
+    process's SGD step on the same 64 samples|, for the BatchNorm model in train or eval mode."""
+    net, reference_net = copy.deepcopy(bn_model), copy.deepcopy(bn_model)
+    for module in (net, reference_net):
+        module.train(batch_statistics)  # eval: normalise with the (initial) running statistics
+    loader = DataLoader(TensorDataset(inputs[:64], targets[:64]), batch_size=MICRO_BATCH)
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR)
+    net, optimizer, loader = accelerator.prepare(net, optimizer, loader)
+    for x, y in loader:  # 4 micro-batches per rank: one window, one optimizer step
+        with accelerator.accumulate(net):
+            accelerator.backward(torch.nn.functional.mse_loss(net(x), y))
+            optimizer.step()
+            optimizer.zero_grad()
+    sgd = torch.optim.SGD(reference_net.parameters(), lr=LR)
+    torch.nn.functional.mse_loss(reference_net(inputs[:64]), targets[:64]).backward()  # BN over all 64
+    sgd.step()
+    return (flat_weights(accelerator.unwrap_model(net)) - flat_weights(reference_net)).abs().max().item()
+
+
+_claims.at_least(
+    "batchnorm_breaks_the_equivalence",
+    measured=batchnorm_gap(),
+    control=batchnorm_gap(batch_statistics=False),
+    bound=1e-4,
+    samples_per_normalisation=MICRO_BATCH,
+    reference_batch=64,
 )
