@@ -13,7 +13,7 @@ from verify.paths import DOCS_DIR, ROOT
 # The share of in-scope questions a page answers fully. The target is 0.85; it is reached only
 # when the planned pages land. Raise this floor as they do (it is the measured share, rounded down).
 ANSWERED_SHARE_TARGET = 0.85
-ANSWERED_SHARE_FLOOR = 0.54
+ANSWERED_SHARE_FLOOR = 0.85
 
 PAGE = DOCS_DIR / "what-people-ask.md"
 
