@@ -1,6 +1,6 @@
 // The mock interview: questions one at a time with a countdown, the 30-second answer on demand,
 // a self-grade, and Leitner boxes kept in localStorage so missed questions come back sooner.
-// The questions come from assets/study/questions.json, written by the site build (verify/study.py).
+// The questions come from assets/study/questions.json, written by the site build (verify/website/study.py).
 (function () {
   "use strict";
 

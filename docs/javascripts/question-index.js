@@ -1,5 +1,5 @@
 // The home page's question table: filter its rows by topic, difficulty and proof status.
-// The rows carry data-topic, data-difficulty and data-status (written by verify/study.py).
+// The rows carry data-topic, data-difficulty and data-status (written by verify/website/study.py).
 (function () {
   "use strict";
 
