@@ -39,3 +39,38 @@ def adam_keeps_no_state(patch):
         return result
 
     patch.wrap(torch.optim.AdamW, "step", stateless)
+
+
+@mutant(
+    "ram-efficient-load-sends-nothing",
+    "fsdp2_load_full_state_dict only allocates each rank's shards (to_empty) and never sends rank 0's weights: "
+    "the ranks that built the model on meta keep uninitialised memory",
+)
+def ram_efficient_load_sends_nothing(patch):
+    import accelerate.utils.fsdp_utils
+
+    def allocate_only(original, accelerator, model, full_sd, cpu_offload=False):
+        return model.to_empty(device="cpu")
+
+    patch.wrap(accelerate.utils.fsdp_utils, "fsdp2_load_full_state_dict", allocate_only)
+
+
+@mutant(
+    "ram-efficient-load-receives-whole-model",
+    "fsdp2_load_full_state_dict has every rank receive the whole state dict from rank 0 first and shard it "
+    "afterwards, so each process holds a full copy during the load",
+)
+def ram_efficient_load_receives_whole_model(patch):
+    import accelerate.utils.fsdp_utils
+
+    def whole_model_first(original, accelerator, model, full_sd, cpu_offload=False):
+        import torch
+        import torch.distributed as dist
+
+        if not accelerator.is_main_process:
+            full_sd = {name: torch.empty(p.shape, dtype=p.dtype) for name, p in model.state_dict().items()}
+        for tensor in full_sd.values():
+            dist.broadcast(tensor.detach(), src=0)  # the whole model now sits in every process
+        return original(accelerator, model, full_sd, cpu_offload=cpu_offload)
+
+    patch.wrap(accelerate.utils.fsdp_utils, "fsdp2_load_full_state_dict", whole_model_first)
