@@ -1,8 +1,10 @@
 # DataLoader workers are per process: under accelerate, every rank builds its own DataLoader, and
 # prepare() keeps its num_workers, so each rank starts num_workers worker processes of its own, and the
-# job runs ranks * num_workers of them. Counted as the live child processes of each rank while it
-# iterates, and as the distinct worker pids gathered from all ranks. Negative control: the same prepared
-# DataLoader with num_workers=0, where the rank loads its batches itself and starts no child process.
+# job runs ranks * num_workers of them. Counted as the live direct child processes of each rank while it
+# iterates (the workers are the rank's children with the fork start method, Linux's default up to Python
+# 3.13; under forkserver they would be the fork server's), and as the distinct worker pids gathered from
+# all ranks. Negative control: the same prepared DataLoader with num_workers=0, where the rank loads its
+# batches itself and starts no child process.
 # Also shown (not judged): on a machine without an accelerator, pin_memory=True survives prepare() but
 # the batch comes back unpinned.
 #
@@ -52,6 +54,7 @@ _claims.equal(
     prepared_loader_num_workers=run["kept"],
     worker_parent_pid=sorted({parent for _, parent in run["workers"]}),
     rank_pid=me.pid,
+    worker_start_method=torch.multiprocessing.get_start_method(),
     rows_this_rank=len(run["rows"]),
     rows_this_rank_without_workers=len(control["rows"]),
 )
