@@ -1,6 +1,7 @@
 """Mutants: a claim must fail by its value in the world its mutant makes, and a mutant never leaks."""
 
 import importlib.metadata
+import re
 import types
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from verify.mutation import MutantError, Patch, catalogue, mutants_in
 from verify.pages import Claim, Proof, all_proofs, load_pages
 from verify.runner import LaunchSettings, SnippetSpec, run_snippets
 from verify.session import verify
+from verify.website.evidence_box import MUTANT_MARKER
 
 SNIPPETS = Path(__file__).parent / "mutants" / "snippets"
 MUTANTS = ["all-reduce-takes-the-max", "all-reduce-unchanged", "broadcast-does-nothing", "no-such-mutant",
@@ -148,3 +150,29 @@ def test_every_claim_names_a_mutant_or_says_why_none_can_break_it():
     assert with_mutants >= 0.9 * len(claims)
     assert len(known) >= 60
     assert all(one.describes for one in known.values())
+
+
+WRONG_ANSWERS = re.compile(r"^## Common wrong answers\n(.*?)(?=^## |\Z)", re.M | re.S)
+NO_MUTANT = re.compile(r"^ *<!-- no mutant: (\S.*?) -->[ \t]*$", re.M)
+
+
+def wrong_answers(text: str) -> list[tuple[str, str]]:
+    """(heading, body) of each `### "..."` entry under a page's Common wrong answers."""
+    section = WRONG_ANSWERS.search(text)
+    entries = re.split(r"(?m)^### ", section.group(1)) if section else []
+    return [(entry.splitlines()[0], entry) for entry in entries[1:]]
+
+
+@pytest.mark.parametrize("page", load_pages(), ids=lambda page: page.path.stem)
+def test_every_wrong_answer_shows_its_world_or_says_why_no_library_bug_makes_it(page):
+    """A wrong answer about library behaviour carries `<!-- mutant: NAME -->`, NAME a mutant that breaks one
+    of the page's claims (the page shows that world's measurement there); any other wrong answer carries
+    `<!-- no mutant: reason -->` (a misreading of the user's own code, hardware, or advice)."""
+    named = {name for proof in page.proofs for claim in proof.claims.values() for name in claim.breaks_when}
+    problems = []
+    for heading, body in wrong_answers(page.path.read_text(encoding="utf-8")):
+        markers = [match.group(2) for match in MUTANT_MARKER.finditer(body)]
+        problems += [f"{heading}: mutant {name!r} breaks no claim of this page" for name in markers if name not in named]
+        if not markers and not NO_MUTANT.search(body):
+            problems.append(f"{heading}: neither <!-- mutant: NAME --> nor <!-- no mutant: reason -->")
+    assert not problems, f"{page.path}:\n" + "\n".join(problems)
