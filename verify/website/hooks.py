@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # mkdocs loads hooks by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads hooks by path: the checkout first
 
 from verify import evidence
 from verify.website import downloads, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
