@@ -325,3 +325,24 @@ def no_sync_still_allreduces(patch):
     from torch.nn.parallel import DistributedDataParallel
 
     patch.wrap(DistributedDataParallel, "no_sync", lambda original, self: contextlib.nullcontext())
+
+
+@mutant(
+    "ddp-buckets-follow-parameter-order",
+    "DDP fills its gradient buckets in the order of model.parameters() (bucket 0 holds the first layer "
+    "defined) and never rebuilds them from the order backward produces gradients",
+)
+def ddp_buckets_follow_parameter_order(patch):
+    import torch.distributed as dist
+
+    class ParameterOrderReducer(dist.Reducer):
+        def __init__(self, parameters, bucket_indices, per_bucket_size_limits, *args, **kwargs):
+            # DDP hands the buckets over reversed (last layer defined first); undo that
+            patch.ran()
+            super().__init__(parameters, list(reversed(bucket_indices)), list(reversed(per_bucket_size_limits)),
+                             *args, **kwargs)  # fmt: skip
+
+        def _rebuild_buckets(self):  # never re-bucket from the order gradients were ready
+            return False
+
+    patch.replace(dist, "Reducer", ParameterOrderReducer)
