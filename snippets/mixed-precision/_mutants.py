@@ -319,3 +319,32 @@ def accelerate_filter_silences_all_scheduler_warnings(patch):
         return result
 
     patch.wrap(warnings.catch_warnings, "__enter__", enter)
+
+
+class _Method:
+    """A method that is not a plain function, so that only an explicit `patch.ran()` records that it ran."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __get__(self, instance, owner):
+        return self.function if instance is None else (lambda *args, **kwargs: self.function(instance, *args, **kwargs))
+
+
+@mutant(
+    "autocast-runs-reductions-in-fp32",
+    "CPU autocast runs sum and mean in float32, so a loss built from them comes out float32 whatever its input",
+)
+def autocast_runs_reductions_in_fp32(patch):
+    import torch
+
+    for name in ("sum", "mean"):
+        original = getattr(torch.Tensor, name)
+
+        def promoted(self, *args, _original=original, **kwargs):
+            if torch.is_autocast_enabled("cpu") and self.dtype in (torch.bfloat16, torch.float16):
+                patch.ran()
+                self = self.float()
+            return _original(self, *args, **kwargs)
+
+        patch.replace(torch.Tensor, name, _Method(promoted))
