@@ -197,7 +197,7 @@ def join_does_not_shadow_collectives(patch):
 
 
 @mutant("dispatch-batches-every-rank-gets-rank0-slice",
-        "with dispatch_batches=True every rank is handed rank 0's slice of the broadcast batch: the ranks train on the same samples")
+        "every rank is handed rank 0's slice of the broadcast batch under dispatch_batches=True: the ranks train on the same samples")
 def dispatch_batches_every_rank_gets_rank0_slice(patch):
     from accelerate.data_loader import DataLoaderDispatcher
 
