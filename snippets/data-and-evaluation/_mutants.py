@@ -194,3 +194,20 @@ def join_does_not_shadow_collectives(patch):
             return exit_
 
     patch.replace(Join, "__exit__", Exit())
+
+
+@mutant("dispatch-batches-every-rank-gets-rank0-slice",
+        "every rank is handed rank 0's slice of the broadcast batch under dispatch_batches=True: the ranks train on the same samples")
+def dispatch_batches_every_rank_gets_rank0_slice(patch):
+    from accelerate.data_loader import DataLoaderDispatcher
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        slice_fn = self.slice_fn
+
+        def first_slice(data, tensor_slice, **kw):
+            return slice_fn(data, slice(0, tensor_slice.stop - tensor_slice.start), **kw)
+
+        self.slice_fn = first_slice
+
+    patch.wrap(DataLoaderDispatcher, "__init__", init)

@@ -90,3 +90,17 @@ def prepare_marks_inner_module_prepared(patch):
         return result
 
     patch.wrap(Accelerator, "prepare_model", prepare_model)
+
+
+@mutant(
+    "ddp-wrapper-uses-inner-keys",
+    "a DDP wrapper's state_dict and load_state_dict use the inner model's keys (no 'module.' prefix), so "
+    "checkpoints move between the wrapper and the plain model unchanged",
+)
+def ddp_wrapper_uses_inner_keys(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    patch.wrap(DistributedDataParallel, "state_dict",
+               lambda original, self, *args, **kwargs: self.module.state_dict(*args, **kwargs))
+    patch.wrap(DistributedDataParallel, "load_state_dict",
+               lambda original, self, *args, **kwargs: self.module.load_state_dict(*args, **kwargs))
