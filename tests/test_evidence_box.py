@@ -103,7 +103,7 @@ def test_mutant_rows_and_markers(evidence_dir):
     assert "Broken on purpose: DDP sums the gradients &lt;instead&gt; of averaging them." in html
     assert "0.68" in html and "the claim failed" in html and "this proof would catch that bug" in html
     note = evidence_box.place_mutants(marker, page)
-    assert '!!! bug "In a world where DDP sums the gradients &lt;instead&gt; of averaging them"' in note
+    assert '!!! bug "In a world where DDP sums the gradients &#60;instead&#62; of averaging them"' in note
     assert "measured **0.68**, needs at most 1e-06: the claim fails" in note
 
     path.write_text(json.dumps(record(proof, claims, mutants=[mutant_evidence(proof, "survived")])))
@@ -145,3 +145,8 @@ def test_the_reference_set_is_refreshed_from_this_machines_evidence(tmp_path, mo
     assert "kept" in copied_lab and "TqdmWarning" not in copied_lab and "/home/me" not in copied_lab
     assert "ddp_gradients_match_full_batch.json" not in missing and len(missing) > 10
     assert "CPU cores" in reference.describe_machine()
+
+
+def test_markdown_text_escapes_in_one_pass():
+    """'_' became '&#95;' and then its '#' became '&#35;': a mutant's split_batches showed as split&amp;#95;batches."""
+    assert evidence_box.md_text("split_batches #1 <b> 'x' &") == "split&#95;batches &#35;1 &#60;b&#62; &#39;x&#39; &#38;"
