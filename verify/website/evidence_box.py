@@ -296,7 +296,7 @@ def box(proof: Proof, slug: str) -> str:
                      "then rebuild the site.</p>")  # fmt: skip
     rows = "".join(claim_row(claim, declared) for claim in found["claims"])
     return (
-        f'<div class="admonition {kind} evidence-box" markdown="0">'
+        f'<div class="admonition {kind} evidence-box" markdown="0" data-search-exclude>'
         f'<p class="admonition-title">{esc(title)}</p>'
         + "".join(notes)
         + f'<div class="ev-claims">{rows}</div>'

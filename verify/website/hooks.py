@@ -87,8 +87,10 @@ def proof_block(proof, slug: str, page_path: Path) -> str:
         f"From a clone of the [repository]({REPO_URL}), the harness judges it: `python -m pytest verify -k {slug}`."
     )
     code_block = f'```python title="snippets/{snippet}"\n{code}\n```'
+    # The code stays out of the search index (it was half of it): search finds the prose, which links here.
+    code = f'??? example "The proof\'s code: `snippets/{snippet}`"\n{indent(code_block)}'
     return "\n\n".join(
-        [f'??? example "The proof\'s code: `snippets/{snippet}`"\n{indent(code_block)}', run,
+        [f'<div data-search-exclude="code" markdown="1">\n\n{code}\n\n</div>', run,
          evidence_block(proof, slug), releases_block(proof.snippet, proof.claims)]
     )
 
