@@ -215,8 +215,17 @@ def kill_tree(process: Launchers, extra_pids=()) -> None:
         pass
 
 
+def forked_memory(child: psutil.Process) -> int:
+    """What a rank's child adds: its own pages (USS). A fork shares the rank's pages until it writes them, so
+    its RSS would count the rank a second time (a 2 GiB rank forking one child read as 4 GiB)."""
+    try:
+        return child.memory_full_info().uss
+    except psutil.AccessDenied:
+        return child.memory_info().rss
+
+
 class MemoryWatch:
-    """Each rank's resident memory (its forks included), sampled while a snippet runs, against a limit."""
+    """Each rank's resident memory (its forks' own pages included), sampled while a snippet runs, against a limit."""
 
     def __init__(self, limit_mb: int | None):
         self.limit_mb, self.peak_mb, self.next_look = limit_mb, 0.0, 0.0
@@ -235,7 +244,7 @@ class MemoryWatch:
                 continue
             try:
                 process = psutil.Process(rank_events[0]["pid"])
-                used = sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20
+                used = (process.memory_info().rss + sum(forked_memory(child) for child in process.children(recursive=True))) / 2**20
             except psutil.Error:
                 continue
             self.peak_mb = max(self.peak_mb, used)
