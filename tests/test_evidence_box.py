@@ -150,3 +150,13 @@ def test_the_reference_set_is_refreshed_from_this_machines_evidence(tmp_path, mo
 def test_markdown_text_escapes_in_one_pass():
     """'_' became '&#95;' and then its '#' became '&#35;': a mutant's split_batches showed as split&amp;#95;batches."""
     assert evidence_box.md_text("split_batches #1 <b> 'x' &") == "split&#95;batches &#35;1 &#60;b&#62; &#39;x&#39; &#38;"
+
+
+def test_a_mutant_caught_through_its_control_says_so():
+    """Under no-sync-still-allreduces the claim's value still meets its bound; the control meeting it too is
+    what fails the claim, and a reader must see that rather than 'measured 3e-08, needs at most 1e-06: failed'."""
+    claim = {"killed": True, "how": "the control met the bound"}
+    said = evidence_box.mutant_outcome(claim, {"measured": 2.98e-08, "control": 2.98e-08}, "", "the claim failed", "held")
+    assert said == "the control measured 2.98e-08 and met it too, so the claim failed"
+    missed = {"killed": True, "how": "measured missed the bound"}
+    assert evidence_box.mutant_outcome(missed, {"measured": 0.31}, "", "the claim failed", "held") == "the claim failed"

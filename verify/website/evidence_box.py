@@ -230,6 +230,17 @@ MUTANT_STATUS = {
 }
 
 
+def mutant_outcome(claim: dict, report: dict, unit: str, failed: str, held: str) -> str:
+    """How a claim came out in a mutant's world. A measurement that still meets its bound fails the claim only
+    because the control met it too (the mutant made the control's world the same as the claim's): say so,
+    or a reader sees a value within the bound next to 'the claim failed'."""
+    if not claim.get("killed"):
+        return f"{held} ({claim.get('how', '')})"
+    if claim.get("how") == "the control met the bound" and report.get("control") is not None:
+        return f"the control measured {with_unit(report['control'], unit)} and met it too, so {failed}"
+    return failed
+
+
 def mutant_claim_line(entry: dict, claim: dict, declared: dict) -> str:
     claim_id = str(claim.get("id", "?"))
     unit = unit_of(claim_id)
@@ -237,7 +248,7 @@ def mutant_claim_line(entry: dict, claim: dict, declared: dict) -> str:
     says = declared[claim_id].says if claim_id in declared else claim_id
     measured = with_unit(report.get("measured"), unit) if report else "nothing"
     needs = expectation(report.get("op", "?"), report.get("bound"), unit) if report else "?"
-    outcome = "the claim failed" if claim.get("killed") else f"the claim still held ({claim.get('how', '')})"
+    outcome = mutant_outcome(claim, report, unit, "the claim failed", "the claim still held")
     return (f'<li>“{esc(says)}” measured <span class="ev-value">{esc(measured)}</span> on rank '
             f'{esc(report.get("rank", "?"))}, needs {esc(needs)}: <strong>{esc(outcome)}</strong>.'
             f' <span class="ev-id">claim <code>{esc(claim_id)}</code></span></li>')  # fmt: skip
@@ -322,7 +333,7 @@ def mutant_note(name: str, page: Page) -> str:
             claim_id = str(claim.get("id", "?"))
             report = (claim.get("reports") or [{}])[0]
             unit = unit_of(claim_id)
-            outcome = "the claim fails" if claim.get("killed") else "the claim still holds"
+            outcome = mutant_outcome(claim, report, unit, "the claim fails", "the claim still holds")
             lines.append(
                 f"- the proof measured **{md_text(with_unit(report.get('measured'), unit))}**, needs "
                 f"{md_text(expectation(report.get('op', '?'), report.get('bound'), unit))}: {outcome} "
