@@ -45,7 +45,7 @@ def lab_verdicts(tmp_path_factory):
         read_lab(write_lab(folder, "prints_a_lot", 30, ["print('x' * 3_000_000)"])),
     ]
     executed = tmp_path_factory.mktemp("executed")
-    verdicts = verify_labs(labs, tmp_path_factory.mktemp("work"), evidence_dir=None, executed_dir=executed)
+    verdicts = verify_labs(labs, tmp_path_factory.mktemp("work"), evidence_dir=None, executed_dir=executed).verdicts
     return {**verdicts, "executed": executed}
 
 

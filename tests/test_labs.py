@@ -15,7 +15,7 @@ BROKEN_LABS = Path(__file__).parent / "broken" / "labs"
 def broken_verdicts(tmp_path_factory):
     labs = [read_lab(BROKEN_LABS / name) for name in ("failing_cell.py", "lone_world.py")]
     executed = tmp_path_factory.mktemp("executed")
-    verdicts = verify_labs(labs, tmp_path_factory.mktemp("work"), evidence_dir=None, executed_dir=executed)
+    verdicts = verify_labs(labs, tmp_path_factory.mktemp("work"), evidence_dir=None, executed_dir=executed).verdicts
     return verdicts, executed
 
 

@@ -176,3 +176,22 @@ def test_every_wrong_answer_shows_its_world_or_says_why_no_library_bug_makes_it(
         if not markers and not NO_MUTANT.search(body):
             problems.append(f"{heading}: neither <!-- mutant: NAME --> nor <!-- no mutant: reason -->")
     assert not problems, f"{page.path}:\n" + "\n".join(problems)
+
+
+def test_a_lab_runs_in_the_broken_library_its_mutants_make(tmp_path):
+    """notebook_launcher forks its workers from the kernel: a mutant applied there reaches them, and the
+    lab's claim must fail by its value; a mutant whose code no worker reaches is an error, not a kill."""
+    from verify.labs import read_lab, verify_labs
+
+    lab = read_lab(SNIPPETS / "summing_lab.py")  # beside the test snippets: their mutants are its catalogue
+    found = verify_labs([lab], tmp_path / "work", evidence_dir=tmp_path / "evidence", executed_dir=tmp_path / "executed",
+                        mutants=True)  # fmt: skip
+    assert found.verdicts[("summing_lab", "summing_lab.py", "workers_sum_their_ranks")].passed
+    killed = found.mutants[("summing_lab", "summing_lab.py", "all-reduce-takes-the-max")]
+    assert killed.status == "killed" and killed.reached_ranks == [0], killed.reason
+    assert killed.claims["workers_sum_their_ranks"]["reports"][0]["measured"] == 2.0
+    unreached = found.mutants[("summing_lab", "summing_lab.py", "broadcast-does-nothing")]
+    assert unreached.status == "not_reached" and "never reaches" in unreached.reason, unreached.reason
+    recorded = {entry["mutant"] for entry in read("summing_lab.py", tmp_path / "evidence")["mutants"]}
+    assert recorded == {"all-reduce-takes-the-max", "broadcast-does-nothing"}
+    assert [path.name for path in (tmp_path / "executed").iterdir()] == ["summing_lab.ipynb"]  # the plain run only

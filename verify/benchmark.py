@@ -19,7 +19,8 @@ from pathlib import Path
 
 from verify.pages import all_proofs, load_pages
 from verify.runner import LaunchSettings
-from verify.session import named_mutants, skip_reason, verify, verify_proofs
+from verify.mutation import named_mutants
+from verify.session import skip_reason, verify, verify_proofs
 
 
 def import_floor(repeats: int = 3) -> float:

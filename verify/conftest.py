@@ -59,7 +59,7 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("claim", cases, ids=ids)
     if "mutant_case" in metafunc.fixturenames:
         # One test per (claim, mutant it names): only with --mutants, so the plain run stays fast.
-        proofs = all_proofs(load_pages()) if metafunc.config.getoption("mutants") else []
+        proofs = all_proofs(load_pages()) + load_labs()[0] if metafunc.config.getoption("mutants") else []
         cases = [(proof, claim_id, name) for proof in proofs for claim_id, claim in proof.claims.items()
                  for name in claim.breaks_when]  # fmt: skip
         ids = [f"{proof.page}::{claim_id}::{name}" for proof, claim_id, name in cases]

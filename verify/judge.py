@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from verify.pages import Proof
 from verify.paths import SNIPPETS_DIR
@@ -121,6 +121,12 @@ class MutantVerdict:
 
     def caught(self, claim: str) -> bool:
         return self.status in ("killed", "survived") and self.claims.get(claim, {}).get("killed", False)
+
+
+@dataclass
+class Results:
+    verdicts: dict = field(default_factory=dict)  # (page slug, snippet, claim id) -> Verdict
+    mutants: dict = field(default_factory=dict)  # (page slug, snippet, mutant) -> MutantVerdict
 
 
 def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchSettings) -> MutantVerdict:

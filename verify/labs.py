@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify import evidence, reaper, schema
-from verify.judge import Verdict, judge
+from verify import mutation
+from verify.judge import MutantVerdict, Results, Verdict, judge, judge_mutant
 from verify.paths import EXECUTED_LABS_DIR, LABS_DIR, ROOT, RUNS_DIR, SNIPPETS_DIR
 from verify.pages import DEFAULT_TIMEOUT_S, Page, PageError, Proof, claim_from, validated
 from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
@@ -136,7 +137,23 @@ def kill_kernel_tree(client) -> None:
     kill_processes([pid])
 
 
-def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR) -> SnippetRun:
+def break_the_library(notebook, mutant: mutation.Mutant, reached_file: Path) -> None:
+    """Apply `mutant` in the kernel before the lab's first cell, and record at the end whether its patched code
+    ran. notebook_launcher forks its workers from the kernel, so they run in the broken library too, and
+    the patch's shared flag sees them reach it. The kernel dies with the lab, taking the patch with it."""
+    import nbformat
+
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(
+        f"from verify import mutation as _mutation\n_mutant_patch = _mutation.apply({mutant.name!r}, {str(mutant.source)!r})"))  # fmt: skip
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        f"import json as _json\nwith open({str(reached_file)!r}, 'w') as _file:\n"
+        "    _json.dump({'reached': _mutant_patch.reached, 'targets': _mutant_patch.targets}, _file)"))  # fmt: skip
+
+
+def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR,
+            mutant: mutation.Mutant | None = None) -> SnippetRun:  # fmt: skip
+    """Execute the lab in a fresh kernel and collect its claims; with `mutant`, in that broken library (its
+    executed notebook is then never kept: the site shows the plain run)."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
@@ -145,6 +162,10 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
     work_dir.mkdir(parents=True, exist_ok=True)
     report_file = str(work_dir / f"{proof.name}.rank{{rank}}.claims.jsonl")
     notebook = jupytext.read(proof.path)
+    reached_file = work_dir / "mutant-reached.json"
+    if mutant is not None:
+        break_the_library(notebook, mutant, reached_file)
+        executed_dir = None
     running = {"cell": None}  # the cell being executed: named when the lab hangs or its kernel dies
     # `timeout` is the lab's whole budget from its first cell on (as a snippet's runs from when its ranks
     # are ready): nbclient's own limit is per cell only.
@@ -229,32 +250,55 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
         report["torch_rank"], report["rank"] = report.get("rank"), 0
     if 0 in ranks:
         ranks[0].reports = reports
+        if mutant is not None and reached_file.exists():  # the kernel's view: the flag is shared with the forks
+            reached = json.loads(reached_file.read_text())
+            ranks[0].mutant_reached, ranks[0].mutant_targets = bool(reached["reached"]), list(reached["targets"])
     return SnippetRun(proof.name, str(proof.path), "finished", ranks, None, seconds, info)
 
 
 def verify_labs(
     proofs: list[LabProof], work_dir: Path, evidence_dir: Path | None = evidence.EVIDENCE_DIR,
-    executed_dir: Path | None = EXECUTED_DIR, reuse_evidence: bool = False,
-) -> dict[tuple[str, str, str], Verdict]:  # fmt: skip
-    """(lab, lab file, claim id) -> verdict, with evidence written as for a snippet."""
-    verdicts = {}
+    executed_dir: Path | None = EXECUTED_DIR, reuse_evidence: bool = False, mutants: bool = False,
+) -> Results:  # fmt: skip
+    """Each lab's claims judged, with evidence written as for a snippet; with `mutants`, each lab runs once
+    more per mutant its claims name, in a fresh kernel with the library broken (`break_the_library`)."""
+    results = Results()
     for proof in proofs:
         settings = lab_settings(proof)
-        reused = evidence.reused_verdicts(proof, settings, evidence_dir) if reuse_evidence and evidence_dir else None
-        if reused is not None:
-            verdicts.update({(proof.page, proof.snippet, verdict.claim): verdict for verdict in reused})
+        reusable = reuse_evidence and evidence_dir is not None
+        reused = evidence.reused_verdicts(proof, settings, evidence_dir) if reusable else None
+        reused_mutants = evidence.reused_mutant_verdicts(proof, mutation.named_mutants(proof), evidence_dir) \
+            if reusable and mutants else {}
+        if reused is not None and reused_mutants is not None:
+            results.verdicts.update({(proof.page, proof.snippet, verdict.claim): verdict for verdict in reused})
+            results.mutants.update({(proof.page, proof.snippet, v.mutant): v for v in reused_mutants.values()})
             continue
         run = run_lab(proof, work_dir / proof.name, executed_dir)
         proof_verdicts = judge(proof, run, settings)
+        mutant_verdicts = []
+        if mutants:
+            known = mutation.catalogue_for(proof)
+            for name in mutation.named_mutants(proof):
+                if reaper.stopping.is_set():
+                    break
+                if name not in known:
+                    mutant_verdicts.append(MutantVerdict(proof.page, proof.snippet, name, "", "not_run",
+                                                         f"lab {proof.snippet}: no snippets/*/_mutants.py defines "
+                                                         f"a mutant named {name!r}", [], {}))  # fmt: skip
+                    continue
+                mutant_run = run_lab(proof, work_dir / f"{proof.name}@{name}", None, known[name])
+                mutant_verdicts.append(judge_mutant(proof, known[name], mutant_run, settings))
         if evidence_dir is not None and not reaper.stopping.is_set():
-            evidence.write(evidence.record(proof, run, proof_verdicts, settings), evidence_dir)
-        for verdict in proof_verdicts:
-            verdicts[(proof.page, proof.snippet, verdict.claim)] = verdict
-    return verdicts
+            record = evidence.record(proof, run, proof_verdicts, settings, mutant_verdicts if mutants else None,
+                                     evidence_dir)  # fmt: skip
+            evidence.write(record, evidence_dir)
+        results.verdicts.update({(proof.page, proof.snippet, verdict.claim): verdict for verdict in proof_verdicts})
+        results.mutants.update({(proof.page, proof.snippet, verdict.mutant): verdict for verdict in mutant_verdicts})
+    return results
 
 
 if __name__ == "__main__":  # python -m verify.labs docs/labs/lab1_first_distributed_run.py
     for argument in sys.argv[1:]:
         lab = read_lab(Path(argument).resolve())
-        for verdict in verify_labs([lab], RUNS_DIR / "labs-by-hand").values():
+        for verdict in verify_labs([lab], RUNS_DIR / "labs-by-hand").verdicts.values():
             print("PASS" if verdict.passed else "FAIL", verdict.reason)

@@ -185,6 +185,11 @@ def apply(name: str, source: str) -> Patch:
     return patch
 
 
+def named_mutants(proof) -> list[str]:
+    """The mutants a proof's claims name, in the order they first appear."""
+    return list(dict.fromkeys(name for claim in proof.claims.values() for name in claim.breaks_when))
+
+
 def catalogue_for(proof) -> dict[str, Mutant]:
     """The mutants a proof can name: the project's, and those of its own snippets folder (a test's)."""
     found = dict(catalogue(SNIPPETS_DIR))

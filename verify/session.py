@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify import evidence, mutation, reaper
-from verify.judge import MutantVerdict, Verdict, judge, judge_mutant
+from verify.judge import MutantVerdict, Results, Verdict, judge, judge_mutant
+from verify.mutation import named_mutants
 from verify.pages import Proof
 from verify.runner import LaunchSettings, SnippetSpec, run_snippets
 
@@ -36,17 +36,6 @@ def skip_reason(proof: Proof, settings: LaunchSettings) -> str | None:
     if proof.requires == "cuda" and launch.use_cpu:
         return f"{proof.snippet} needs {launch.num_processes} CUDA GPUs; this machine runs the proofs on CPU"
     return None
-
-
-@dataclass
-class Results:
-    verdicts: dict = field(default_factory=dict)  # (page slug, snippet, claim id) -> Verdict
-    mutants: dict = field(default_factory=dict)  # (page slug, snippet, mutant) -> MutantVerdict
-
-
-def named_mutants(proof: Proof) -> list[str]:
-    """The mutants a proof's claims name, in the order they first appear."""
-    return list(dict.fromkeys(name for claim in proof.claims.values() for name in claim.breaks_when))
 
 
 def mutant_run_name(proof: Proof, mutant: str) -> str:
@@ -158,8 +147,9 @@ def verify_all(
     with reaper.stop_on_signals(), concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
         # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
-        lab_verdicts = pool.submit(verify_labs, labs, work_dir / "labs", evidence_dir,
-                                   executed_dir or EXECUTED_DIR, reuse_evidence)  # fmt: skip
+        lab_results = pool.submit(verify_labs, labs, work_dir / "labs", evidence_dir,
+                                  executed_dir or EXECUTED_DIR, reuse_evidence, mutants)  # fmt: skip
         found = verify(proofs, settings, work_dir, mode, evidence_dir, reuse_evidence, mutants)
-        found.verdicts.update(lab_verdicts.result())
+        found.verdicts.update(lab_results.result().verdicts)
+        found.mutants.update(lab_results.result().mutants)
         return found
