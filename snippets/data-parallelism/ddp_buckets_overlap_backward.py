@@ -3,7 +3,7 @@
 # as soon as that bucket is full, while autograd is still working on the earlier layers.
 # A comm hook records when each bucket is handed to the all-reduce; a tensor hook on every layer's
 # output records when the backward pass reaches that layer.
-# Negative controls: the default bucket_cap_mb (25 MiB, one bucket for this 1 MiB model: nothing can
+# Negative controls: the default bucket_cap_mb (1 MiB first cap, 25 MiB after: one bucket here; nothing can
 # start before the backward ends); the same layers applied in the opposite order (bucket 0 follows).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_buckets_overlap_backward.py
@@ -68,7 +68,7 @@ def started_before_first_layer(events):
 
 small = run(bucket_cap_mb=0.25)  # about one Linear per bucket
 half_mb = run(bucket_cap_mb=0.5)
-default = run()  # 25 MiB
+default = run()  # bucket_cap_mb unset: first bucket 1 MiB, later ones 25 MiB
 reversed_model = run(bucket_cap_mb=0.25, order=tuple(reversed(range(LAYERS))))
 
 _claims.equal(
