@@ -7,7 +7,8 @@
 # ranks stop after 2 batches), the bug with a 1 s process-group timeout (an error instead of a hang),
 # and mismatched shapes (gloo aborts the receiving process instead of hanging).
 # Negative controls: the fixed loop (nobody hangs); the 60 s timeout (no error within the deadline);
-# the child processes counted before the kill.
+# the same buggy loop with equal shapes (no size-mismatch message); the child processes counted before
+# the kill.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/hang_uneven_batches_killed.py
 import multiprocessing
@@ -115,7 +116,7 @@ with tempfile.TemporaryDirectory() as tmp:
     outcome = {name: answer(pipes[name]) for name in SCENARIOS}
     exit_codes = {name: child.exitcode for name, child in children.items()}
     shapes_log = open(logs["shapes"]).read()
-    fixed_log = open(logs["fixed"]).read()
+    equal_shapes_log = open(logs["uneven"]).read()  # the same loop, 4 elements on both ranks
 elapsed = time.perf_counter() - started
 
 # Each launched rank saw its own child of each world; put both halves together.
@@ -123,8 +124,8 @@ everyone = [None] * accelerator.num_processes
 dist.all_gather_object(everyone, {"alive": alive_at_deadline, "outcome": outcome, "exit": exit_codes,
                                   "shapes_log_says_mismatch": "Received data size doesn't match expected size"
                                   in shapes_log,
-                                  "fixed_log_says_mismatch": "Received data size doesn't match expected size"
-                                  in fixed_log})
+                                  "equal_shapes_log_says_mismatch": "Received data size doesn't match expected size"
+                                  in equal_shapes_log})
 count = lambda key, name: sum(bool(view[key][name]) for view in everyone)  # noqa: E731
 timed_out = lambda name: sum("Timed out" in view["outcome"][name] for view in everyone)  # noqa: E731
 
@@ -148,7 +149,7 @@ _claims.at_least(
 _claims.equal(
     "mismatched_shapes_abort_with_gloo_message",
     measured=sum(view["shapes_log_says_mismatch"] for view in everyone),  # children whose log has it
-    control=sum(view["fixed_log_says_mismatch"] for view in everyone),
+    control=sum(view["equal_shapes_log_says_mismatch"] for view in everyone),  # same loop, equal shapes
     expected=1,  # the rank that receives more data than it expects aborts
     exit_codes_shapes=[view["exit"]["shapes"] for view in everyone],
     outcomes_shapes=[view["outcome"]["shapes"][:300] for view in everyone],
