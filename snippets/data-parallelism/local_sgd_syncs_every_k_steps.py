@@ -1,8 +1,10 @@
 # Local SGD: each rank takes K optimizer steps on its own data with no gradient all-reduce, then the
 # ranks average their parameters (accelerate.local_sgd.LocalSGD). The replicas drift apart between
 # synchronisations and are identical right after each one; with K=1 and plain SGD the result is
-# DDP's. Controls: the same loop under plain DDP (replicas equal after every step, one gradient
-# all-reduce per step), and the same no_sync loop without LocalSGD's parameter averaging.
+# DDP's, and so it is with momentum (the momentum update is linear in the gradient), but not with Adam.
+# Controls: the same loop under plain DDP (replicas equal after every step, one gradient all-reduce per
+# step), the same no_sync loop without LocalSGD's parameter averaging, and for Adam the same comparison
+# with SGD momentum in its place.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/local_sgd_syncs_every_k_steps.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -22,11 +24,23 @@ accelerator = Accelerator()
 rank = accelerator.process_index
 
 
-def fresh_model():
+def plain_sgd(params):
+    return torch.optim.SGD(params, lr=LR)  # no momentum
+
+
+def momentum_sgd(params):
+    return torch.optim.SGD(params, lr=LR, momentum=0.9)
+
+
+def adam(params):
+    return torch.optim.Adam(params, lr=0.01)
+
+
+def fresh_model(make_optimizer=plain_sgd):
     """The same initial weights on every rank, wrapped by prepare (DDP), with a hook counting all-reduces."""
     set_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)  # plain SGD: no momentum
+    optimizer = make_optimizer(model.parameters())
     model, optimizer = accelerator.prepare(model, optimizer)
     counter = {"gradient_all_reduces": 0}
 
@@ -52,9 +66,9 @@ def replicas_identical(model):
     return bool((rows == rows[0]).all())
 
 
-def train(mode, k=K, steps=STEPS):
+def train(mode, k=K, steps=STEPS, make_optimizer=plain_sgd):
     """mode: 'local_sgd' (LocalSGD), 'ddp' (plain DDP) or 'no_sync' (no_sync, never averaged)."""
-    model, optimizer, counter = fresh_model()
+    model, optimizer, counter = fresh_model(make_optimizer)
     equal_after = []
 
     def one_step(step):
@@ -109,4 +123,32 @@ _claims.at_most(
     control=(unsynced_params - ddp4_params).abs().max().item(),
     tolerance=1e-6,
     steps=4,
+)
+
+# The same with momentum: each rank keeps its own momentum buffer (LocalSGD averages parameters only), but
+# the buffer is linear in the gradients, so averaging the parameters after each step still gives DDP's.
+_, _, momentum_local1 = train("local_sgd", k=1, steps=4, make_optimizer=momentum_sgd)
+_, _, momentum_ddp = train("ddp", steps=4, make_optimizer=momentum_sgd)
+_, _, momentum_unsynced = train("no_sync", steps=4, make_optimizer=momentum_sgd)
+momentum_distance = (momentum_local1 - momentum_ddp).abs().max().item()
+_claims.at_most(
+    "k1_momentum_sgd_is_ddp",
+    measured=momentum_distance,
+    control=(momentum_unsynced - momentum_ddp).abs().max().item(),
+    tolerance=1e-6,
+    steps=4,
+    momentum=0.9,
+)
+
+# Adam: per-rank moments and a per-coordinate division by sqrt(v), not linear in the gradients, so
+# averaging the parameters after each step is not DDP's Adam step.
+_, _, adam_local1 = train("local_sgd", k=1, steps=4, make_optimizer=adam)
+_, _, adam_ddp = train("ddp", steps=4, make_optimizer=adam)
+_claims.at_least(
+    "k1_adam_is_not_ddp",
+    measured=(adam_local1 - adam_ddp).abs().max().item(),
+    control=momentum_distance,  # the same comparison with SGD momentum (state linear in the gradients)
+    bound=1e-3,
+    steps=4,
+    adam_lr=0.01,
 )
