@@ -1,7 +1,8 @@
 # What each rank holds under DDP and under ZeRO stages 1, 2 and 3, measured in bytes after one Adam
 # step of the same tiny MLP on 2 ranks:
 #   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full on every rank, and
-#           the reducer's own gradient-sized buckets on top unless gradient_as_bucket_view=True
+#           the reducer's own gradient-sized buckets on top unless gradient_as_bucket_view=True (seen
+#           through a comm hook, which receives the very bucket tensors the reducer all-reduces)
 #   ZeRO-1  torch.distributed.optim.ZeroRedundancyOptimizer: the Adam states are split between ranks
 #   ZeRO-2  gradients split too: reduce-scatter instead of all-reduce, Adam on this rank's flat slice,
 #           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's, and
@@ -19,6 +20,7 @@ import torch
 import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.utils import set_seed
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -77,20 +79,32 @@ ddp_bytes = {
 ddp_averaged_grad = torch.cat([p.grad.flatten() for p in ddp.parameters()])  # what DDP's all-reduce left
 
 
-def bucket_copy_bytes(net):
-    """Bytes of DDP's reducer buckets that are not the .grad tensors themselves."""
-    buckets = net._get_ddp_logging_data()["bucket_sizes"]  # bytes per bucket, as the reducer reports them
-    buckets = sum(int(b) for b in str(buckets).split(","))
-    storages = {}
-    for p in net.parameters():  # gradient_as_bucket_view=True: the grads are views into a bucket
-        storage = p.grad.untyped_storage()
-        storages.setdefault(storage.data_ptr(), [storage.nbytes(), 0])[1] += 1
-    aliased = sum(size for size, users in storages.values() if users > 1)  # a bucket shared by several grads
-    return buckets - aliased
+def ddp_recording_buckets(**ddp_kwargs):
+    """A DDP replica after one step, and the storages of the bucket tensors its reducer all-reduced.
+
+    The comm hook receives each bucket as the reducer built it (GradBucket.buffer(), the flat tensor
+    it all-reduces); it records that tensor's storage, then runs the usual averaging all-reduce."""
+    net = DDP(copy.deepcopy(model), **ddp_kwargs)
+    buckets = {}
+
+    def record(state, bucket):
+        storage = bucket.buffer().untyped_storage()
+        buckets[storage.data_ptr()] = storage.nbytes()
+        return allreduce_hook(state, bucket)
+
+    net.register_comm_hook(None, record)
+    one_step(net, torch.optim.Adam(net.parameters(), lr=1e-3))
+    return net, buckets
 
 
-viewed = DDP(copy.deepcopy(model), gradient_as_bucket_view=True)  # control: the grads ARE the buckets
-one_step(viewed, torch.optim.Adam(viewed.parameters(), lr=1e-3))
+def bucket_copy_bytes(net, buckets):
+    """Bytes of the reducer's bucket tensors that are not the storage of any .grad (a second copy)."""
+    grad_storages = {p.grad.untyped_storage().data_ptr() for p in net.parameters()}
+    return sum(size for pointer, size in buckets.items() if pointer not in grad_storages)
+
+
+bucketed, bucketed_buckets = ddp_recording_buckets()  # DDP's default
+viewed, viewed_buckets = ddp_recording_buckets(gradient_as_bucket_view=True)  # control: the grads ARE the buckets
 
 # --- ZeRO-1: DDP for the gradients, but each rank keeps Adam states only for its own parameters ---
 zero1 = DDP(copy.deepcopy(model))
@@ -233,12 +247,13 @@ _claims.between(
 )
 _claims.between(
     "ddp_buckets_add_a_gradient_copy",
-    measured=bucket_copy_bytes(ddp) / full_copy["grads"],  # DDP's default: buckets beside the grads
-    control=bucket_copy_bytes(viewed) / full_copy["grads"],  # gradient_as_bucket_view=True
+    measured=bucket_copy_bytes(bucketed, bucketed_buckets) / full_copy["grads"],  # default: buckets beside the grads
+    control=bucket_copy_bytes(viewed, viewed_buckets) / full_copy["grads"],  # gradient_as_bucket_view=True
     low=0.99,
     high=1.01,
-    bucket_sizes=ddp._get_ddp_logging_data()["bucket_sizes"],
-    share_of_one_copy=bucket_copy_bytes(ddp) / sum(full_copy.values()),
+    bucket_tensor_bytes=sorted(bucketed_buckets.values()),  # the flat buckets the hook received
+    bucket_sizes=bucketed._get_ddp_logging_data()["bucket_sizes"],  # what the reducer's logger reports
+    share_of_one_copy=bucket_copy_bytes(bucketed, bucketed_buckets) / sum(full_copy.values()),
 )
 _claims.at_most(
     "zero3_shards_parameters",
