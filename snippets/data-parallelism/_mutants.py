@@ -346,3 +346,46 @@ def ddp_buckets_follow_parameter_order(patch):
             return False
 
     patch.replace(dist, "Reducer", ParameterOrderReducer)
+
+
+@mutant(
+    "ddp-bucket-view-changes-gradients",
+    "gradient_as_bucket_view=True changes the gradient values: DDP's built-in reduction of bucket-view "
+    "gradients sums them over the ranks instead of averaging them (the default, copying path still averages)",
+)
+def ddp_bucket_view_changes_gradients(patch):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    def summed(group, bucket):  # all-reduce without the division by the world size
+        fut = dist.all_reduce(bucket.buffer(), group=group, async_op=True).get_future()
+        return fut.then(lambda f: f.value()[0])
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if not self.gradient_as_bucket_view:
+            return
+        # The built-in reduction lives in C++; its Python door is a comm hook. A hook the snippet
+        # registers later (one that records the bucket buffers, say) is kept and called instead, as DDP
+        # would run it in place of its built-in reduction.
+        user = []
+
+        def dispatch(state, bucket):
+            if user:
+                hook, user_state = user[0]
+                return hook(user_state, bucket)
+            return summed(self.process_group, bucket)
+
+        self._mutant_bucket_view_hook = user
+        real_register(self, None, dispatch)
+
+    def register(original, self, state, hook):
+        if hasattr(self, "_mutant_bucket_view_hook"):
+            self._check_comm_hook(hook)
+            self._mutant_bucket_view_hook[:] = [(hook, state)]
+            return None
+        return original(self, state, hook)
+
+    real_register = DistributedDataParallel.register_comm_hook  # for init(), before it is wrapped
+    patch.wrap(DistributedDataParallel, "__init__", init)
+    patch.wrap(DistributedDataParallel, "register_comm_hook", register)

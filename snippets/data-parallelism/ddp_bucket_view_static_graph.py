@@ -4,10 +4,15 @@
 # * static_graph=True: DDP may assume the graph is the same every iteration, which is what makes a
 #   block run twice under reentrant activation checkpointing work; by default DDP raises
 #   "Expected to mark a variable ready only once".
+# * gradient_as_bucket_view=True changes where gradients live, not their values: with each rank on
+#   its own data, the averaged param.grad after two steps is the same as with the default.
 # Negative controls: the default gradient_as_bucket_view=False (grads have storage of their own);
-# the default static_graph=False on the same checkpointed model.
+# the default static_graph=False on the same checkpointed model; for the values, the same bucket-view
+# run whose backward skips DDP's averaging (no_sync), which the comparison must tell apart.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_bucket_view_static_graph.py
+import contextlib
+
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DistributedDataParallelKwargs
@@ -45,6 +50,19 @@ def grads_inside_buckets(gradient_as_bucket_view):
     return inside, len(params), own_bytes
 
 
+def gradients_after_two_steps(gradient_as_bucket_view, average=True):
+    """Every param.grad after the 2nd backward, each rank on its own data (seeded by its rank)."""
+    torch.manual_seed(0)
+    accelerator, model = prepare(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 1)),
+                                 gradient_as_bucket_view=gradient_as_bucket_view)
+    data = torch.Generator().manual_seed(1 + accelerator.process_index)
+    for _ in range(2):
+        model.zero_grad(set_to_none=False)
+        with contextlib.nullcontext() if average else model.no_sync():
+            model(torch.randn(4, 16, generator=data)).sum().backward()
+    return torch.cat([p.grad.flatten() for p in model.parameters()]).clone()
+
+
 class CheckpointedTwice(torch.nn.Module):
     """One block applied twice, each time under reentrant activation checkpointing."""
 
@@ -72,6 +90,9 @@ def train_checkpointed(static_graph, iterations=3):
 
 view_inside, n_params, view_own_bytes = grads_inside_buckets(gradient_as_bucket_view=True)
 copy_inside, _, copy_own_bytes = grads_inside_buckets(gradient_as_bucket_view=False)
+view_grads = gradients_after_two_steps(gradient_as_bucket_view=True)
+copy_grads = gradients_after_two_steps(gradient_as_bucket_view=False)
+view_local_grads = gradients_after_two_steps(gradient_as_bucket_view=True, average=False)
 static_steps, static_error = train_checkpointed(static_graph=True)
 default_steps, default_error = train_checkpointed(static_graph=False)
 
@@ -82,6 +103,14 @@ _claims.equal(
     expected=n_params,
     grad_bytes_outside_buckets_with_view=view_own_bytes,
     grad_bytes_outside_buckets_default=copy_own_bytes,
+)
+_claims.at_most(
+    "bucket_view_keeps_averaged_values",
+    measured=(view_grads - copy_grads).abs().max().item(),
+    control=(view_local_grads - copy_grads).abs().max().item(),
+    tolerance=0.0,
+    n_gradient_values=copy_grads.numel(),
+    largest_averaged_gradient=copy_grads.abs().max().item(),
 )
 _claims.equal(
     "static_graph_allows_block_checkpointed_twice",

@@ -1,12 +1,19 @@
 # Data parallelism is not "less accurate": 2 ranks on half batches, with DDP averaging their
 # gradients, produce the gradient one process computes on the full batch (up to float rounding).
 # Negative control: the same half-batch gradient without the all-reduce differs from it.
+# And the compute is split, not repeated: over one pass of a prepared DataLoader (each rank gets its
+# share of the 48 samples) the forward + backward FLOPs of all ranks add up to the one-process count.
+# Negative control: the same loop over the DataLoader without prepare (no sharding): every rank runs
+# all 48 samples, N times the FLOPs in total.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_gradients_match_full_batch.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import torch
+import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.utils import set_seed
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.flop_counter import FlopCounterMode
 
 import _claims
 
@@ -27,8 +34,9 @@ def gradient(module, x, y):
     return torch.cat([p.grad.flatten() for p in module.parameters()])
 
 
-# Reference: one process, the whole batch of 48.
-full_batch_grad = gradient(model, inputs, targets).clone()
+# Reference: one process, the whole batch of 48 (its forward + backward FLOPs counted by torch).
+with FlopCounterMode(display=False) as single_counter:
+    full_batch_grad = gradient(model, inputs, targets).clone()
 
 # --- the mechanism: prepare() wraps the model in DDP; backward() all-reduces and averages ---
 ddp_model = accelerator.prepare(model)
@@ -47,4 +55,33 @@ _claims.at_most(
     tolerance=TOLERANCE,
     world_size=world,
     samples_per_rank=shard.stop - shard.start,
+)
+
+
+# --- compute: the prepared DataLoader hands each rank its share of the 48 samples ---
+def forward_backward_flops(batches):
+    """torch's count of the forward + backward FLOPs of one pass over `batches`, and the samples seen."""
+    samples = 0
+    with FlopCounterMode(display=False) as counter:
+        for x, y in batches:
+            gradient(ddp_model, x, y)
+            samples += len(x)
+    return counter.get_total_flops(), samples
+
+
+dataset = TensorDataset(inputs, targets)
+rank_flops, rank_samples = forward_backward_flops(accelerator.prepare(DataLoader(dataset, batch_size=BATCH // world)))
+# Control: the same loop over the DataLoader without prepare: no sharding, every rank runs all 48 samples.
+unsharded_flops, _ = forward_backward_flops(DataLoader(dataset, batch_size=BATCH // world))
+totals = torch.tensor([rank_flops, unsharded_flops], dtype=torch.float64, device=accelerator.device)
+dist.all_reduce(totals)  # the work of all ranks together
+
+_claims.equal(
+    "forward_backward_flops_split_across_ranks",
+    measured=int(totals[0]),
+    control=int(totals[1]),
+    expected=single_counter.get_total_flops(),
+    flops_this_rank=rank_flops,
+    samples_this_rank=rank_samples,
+    world_size=world,
 )

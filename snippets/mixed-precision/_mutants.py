@@ -348,3 +348,21 @@ def autocast_runs_reductions_in_fp32(patch):
             return _original(self, *args, **kwargs)
 
         patch.replace(torch.Tensor, name, _Method(promoted))
+
+
+@mutant(
+    "accelerate-builds-grad-scaler-for-bf16",
+    "Accelerator(mixed_precision='bf16') builds a GradScaler as it does for fp16, so accelerator.backward "
+    "scales the bf16 loss",
+)
+def accelerate_builds_grad_scaler_for_bf16(patch):
+    import torch
+    from accelerate import Accelerator
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if self.state.mixed_precision == "bf16" and self.scaler is None:
+            # get_grad_scaler() would give GradScaler("cuda"); the device's own type runs on a CPU too
+            self.scaler = torch.amp.GradScaler(self.device.type)
+
+    patch.wrap(Accelerator, "__init__", init)

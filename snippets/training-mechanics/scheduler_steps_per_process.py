@@ -8,11 +8,15 @@
 #     ranks; sized as 10 x num_processes (the single-process batch count) it lasts the 10 steps.
 #   * One rule for both split_batches settings: size the schedule from len(train_dataloader) taken BEFORE
 #     prepare(); over one epoch of the prepared loader it then reaches 0 exactly on the last optimizer step.
+#   * Gradient accumulation does not make it faster: inside accelerator.accumulate() the prepared scheduler
+#     does not step on the micro-batches that do not synchronise (6 micro-batches, 3 per window: 2 x 2).
 # Negative controls: the same loop with an unprepared scheduler; the default Accelerator; the schedule
-# sized in optimizer steps.
+# sized in optimizer steps; the accumulation loop without accumulate() (sync_gradients always True).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/training-mechanics/scheduler_steps_per_process.py
+import contextlib
+
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader, TensorDataset
@@ -119,4 +123,39 @@ _claims.equal(
     control=[zero_at for zero_at, _ in sized_prepared],  # control: sized from len(prepared loader)
     expected=[5, 10],  # the optimizer steps of one epoch: 10 batches / 2 ranks, and 10 split batches
     prepared_loader_lengths=[length for _, length in sized_before],
+)
+
+
+# Gradient accumulation does not speed the schedule up: inside accelerator.accumulate() the prepared
+# scheduler does not step while sync_gradients is False, so over 6 micro-batches with
+# gradient_accumulation_steps=3 it advances only on the 2 synchronising ones (each time by num_processes).
+ACCUMULATION, MICRO_BATCHES = 3, 6
+
+
+def scheduler_count_per_micro_batch(use_accumulate):
+    """The wrapped scheduler's last_epoch after each of MICRO_BATCHES micro-batches of the Accelerate recipe."""
+    accumulating = Accelerator(gradient_accumulation_steps=ACCUMULATION)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model, optimizer, scheduler = accumulating.prepare(model, optimizer, LambdaLR(optimizer, linear_decay(100)))
+    counts = []
+    for _ in range(MICRO_BATCHES):
+        with accumulating.accumulate(model) if use_accumulate else contextlib.nullcontext():
+            accumulating.backward(model(torch.ones(1, 2)).sum())
+            optimizer.step()
+            scheduler.step()  # called on every micro-batch, as the Accelerate examples do
+            optimizer.zero_grad()
+        counts.append(scheduler.scheduler.last_epoch)
+    return counts
+
+
+every_micro_batch = scheduler_count_per_micro_batch(use_accumulate=False)  # control first: sync_gradients True
+with_accumulate = scheduler_count_per_micro_batch(use_accumulate=True)
+_claims.equal(
+    "accumulation_does_not_speed_up_schedule",
+    measured=with_accumulate[-1],
+    control=every_micro_batch[-1],  # control: the same loop without accumulate(), sync_gradients always True
+    expected=MICRO_BATCHES // ACCUMULATION * accelerator.num_processes,
+    count_after_each_micro_batch=with_accumulate,
+    count_after_each_micro_batch_without_accumulate=every_micro_batch,
 )
