@@ -366,3 +366,26 @@ def set_seed_ignores_device_specific(patch):
         return original(seed, False, deterministic)
 
     _wrap_set_seed(patch, set_seed)
+
+
+# --- what accelerator.log records ---------------------------------------------------------------------------
+
+
+@mutant(
+    "accelerator-log-averages-over-processes",
+    "accelerator.log averages every number over the processes before the main process logs it",
+)
+def accelerator_log_averages_over_processes(patch):
+    from accelerate import Accelerator
+
+    def log(original, self, values, step=None, log_kwargs=None):
+        import torch  # every process calls log; the mean is taken before the main-process gate
+
+        def mean(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return value
+            return self.reduce(torch.tensor(float(value), device=self.device), "mean").item()
+
+        return original(self, {key: mean(value) for key, value in values.items()}, step=step, log_kwargs=log_kwargs)
+
+    patch.wrap(Accelerator, "log", log)

@@ -9,6 +9,11 @@
 #   3. accelerator.init_trackers and accelerator.log reach the trackers (log_with) on the main process only.
 #      Negative control: the same calls on a second Accelerator with Accelerate's main-process gate
 #      (PartialState.on_main_process) removed for them.
+#   3b. The loss logged through accelerator.log (main process only) is the main process's own, computed
+#      on the batch that the prepared DataLoader gave it: 8 samples 0..7 in batches of 4 on 2 processes,
+#      rank 0 logs 1.5 (samples 0-3) while the step's global batch (both batches, gathered) averages 3.5.
+#      Negative control: the same step over the DataLoader not prepared (not sharded): every process
+#      gets samples 0-3, and the logged loss is the mean of everything the step saw (1.5 and 1.5).
 #   4. with accelerator.main_process_first(): the main process runs the block alone, the others enter
 #      after it has left, so a cache it builds is built once, by the main process. "Building" takes 1 s,
 #      or less once every other process is building it too (so that the control does not depend on who
@@ -25,11 +30,14 @@ import tempfile
 import time
 from unittest import mock
 
+import torch
+
 from accelerate import Accelerator
 from accelerate.logging import get_logger
 from accelerate.state import PartialState
 from accelerate.tracking import GeneralTracker
 from accelerate.utils import broadcast_object_list, gather_object
+from torch.utils.data import DataLoader
 
 import _claims
 
@@ -129,6 +137,27 @@ _claims.equal(
     control=everywhere_tracked,
     expected=1,
     trackers_per_process=gather_object([len(accelerator.trackers)]),
+)
+
+
+# 3b. What rank 0 logs: its own loss, on its own shard of the step's batch.
+def logged_and_global_loss(loader, step):
+    """[the loss the tracker received at `step`, the mean over the step's batches of all processes]."""
+    batch = list(loader)[0]  # this process's first batch (8 samples in batches of 4: its only one once prepared)
+    loss = batch.float().mean()  # a per-sample loss equal to the sample's value, averaged over the batch
+    accelerator.log({"loss": loss.item()}, step=step)  # reaches the tracker on the main process only
+    everything = accelerator.gather(batch).float()  # the batches every process took at this step
+    logged = gather_object([values["loss"] for at, values in tracker.calls if at == step])  # rank 0's record
+    return [*logged, everything.mean().item()]
+
+
+samples = torch.arange(8)
+_claims.equal(
+    "rank0_logs_its_own_shard_loss",
+    measured=logged_and_global_loss(accelerator.prepare(DataLoader(samples, batch_size=4)), step=1),
+    control=logged_and_global_loss(DataLoader(samples, batch_size=4), step=2),  # not prepared: not sharded
+    expected=[1.5, 3.5],  # rank 0 logged the mean of samples 0-3; the step's 8 samples average 3.5
+    processes=accelerator.num_processes,
 )
 
 

@@ -211,3 +211,16 @@ def dispatch_batches_every_rank_gets_rank0_slice(patch):
         self.slice_fn = first_slice
 
     patch.wrap(DataLoaderDispatcher, "__init__", init)
+
+
+@mutant("batch-sampler-shard-ignores-drop-last",
+        "the prepared loader's BatchSamplerShard ignores the DataLoader's drop_last: it pads the last round "
+        "from the start, as without it")
+def batch_sampler_shard_ignores_drop_last(patch):
+    from accelerate.data_loader import BatchSamplerShard
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.drop_last = False  # read as if the DataLoader had not set it
+
+    patch.wrap(BatchSamplerShard, "__init__", init)

@@ -5,15 +5,20 @@
 #     gathered the same way comes back out of order.
 #   * Tensors: with apply_padding=True every rank gets 4 rows (the last input repeated), so gather()
 #     can concatenate them; drop the padded row and the 7 outputs equal one process running all 7.
+#   * Without apply_padding the chunks have 4 and 3 rows, and accelerator.gather (an all_gather that
+#     assumes every rank sends its own shape) breaks: shown in 2 forked children with their own gloo
+#     group and a 20 s hard limit, never in the launched ranks. With apply_padding both children get
+#     all 7 rows back in order.
 # Negative controls: a strided split (for the order); no apply_padding (unequal row counts).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/split_between_processes_inference.py
 import torch
-from accelerate import Accelerator
+from accelerate import Accelerator, PartialState
 from accelerate.utils import gather_object
 
 import _claims
+from _forked_pair import run_pair
 
 accelerator = Accelerator()
 rank, world = accelerator.process_index, accelerator.num_processes
@@ -70,3 +75,30 @@ _claims.at_most(
     tolerance=1e-6,
     gathered_rows=len(outputs),
 )
+
+
+# --- 3. gather() of the unpadded chunks (4 and 3 rows): in forked children, never in the launched ranks ---
+def rows_back_in_order(pad):
+    def per_rank(rank):
+        PartialState().process_index = rank  # the child's own copy of the state: split for this child's rank
+        with torch.no_grad(), accelerator.split_between_processes(inputs, apply_padding=pad) as rows:
+            gathered = accelerator.gather(model(rows))[: len(inputs)]
+        # how many of the 7 output rows came back equal to one process's output at the same position
+        return sum(bool((a - b).abs().max() <= 1e-6) for a, b in zip(gathered, reference))
+
+    return per_rank
+
+
+if accelerator.is_main_process:
+    padded, padded_codes = run_pair(rows_back_in_order(pad=True), time_limit=20.0)
+    unpadded, unpadded_codes = run_pair(rows_back_in_order(pad=False), time_limit=20.0)
+    _claims.equal(
+        "gather_of_unpadded_chunks_breaks",
+        measured=sum(value for status, value in padded.values() if status == "finished"),  # rows in order
+        control=sum(value for status, value in unpadded.values() if status == "finished"),  # no apply_padding
+        expected=2 * len(inputs),  # 2 children x 7 rows
+        with_padding={str(rank): value for rank, value in sorted(padded.items())},
+        without_padding={str(rank): value for rank, value in sorted(unpadded.items())},
+        exit_codes=[padded_codes, unpadded_codes],
+    )
+accelerator.wait_for_everyone()

@@ -1,19 +1,26 @@
 # Uneven data on 2 ranks: 10 samples in batches of 4 make 3 batches, which 2 ranks cannot share evenly.
 #   * even_batches=True (the default) pads the last round with samples from the start: 2 steps per rank;
 #     even_batches=False gives rank 0 two steps and rank 1 one.
+#   * Evaluating on the padded loader: gather_for_metrics drops the samples padding duplicated (10 values
+#     come back), plain gather keeps them (16).
+#   * drop_last=True: 14 samples in batches of 4 give 3 full batches (the DataLoader drops [12, 13]), and
+#     the prepared loader stops at the last round both ranks can fill: 1 step each, samples 8-13 unseen.
+#     With drop_last=False every sample is seen (the last round padded from the start).
 #   * accelerator.join_uneven_inputs() only acts on multi-GPU-type runs (Accelerator.multi_device): on a
 #     multi-CPU run it warns and does nothing, not even its even_batches override. Forcing the multi-GPU
 #     branch shows what it does there: the override, and torch's Join around the loop.
 #   * torch's Join lets a rank that ran out of batches shadow the other's all-reduces, so both finish;
 #     without it, the rank with the extra batch fails in its all-reduce (here at once, because the other
 #     process has exited; run in 2 forked children with their own process group and a hard time limit).
-# Negative controls: even_batches=False; the multi-GPU branch of join_uneven_inputs; no Join.
+# Negative controls: even_batches=False; plain gather; drop_last=False; the multi-GPU branch of
+# join_uneven_inputs; no Join.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/uneven_batches_and_join.py
 import contextlib
 import warnings
 
+import accelerate.utils
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration
@@ -55,6 +62,49 @@ _claims.equal(
     samples_seen_padded=even_seen,
     samples_seen_unpadded=uneven_seen,
 )
+
+
+# --- 1b. evaluation on the padded loader: gather_for_metrics drops the duplicates, gather keeps them ---
+# even_batches=True written out: 1b and 1c are about padding and drop_last, whatever the default is
+padded_acc = Accelerator(dataloader_config=DataLoaderConfiguration(even_batches=True))
+
+
+def evaluated_samples(gather):
+    """Every sample id that came back from gathering each batch of a padded (even_batches=True) loader."""
+    loader = padded_acc.prepare(DataLoader(dataset, batch_size=4))
+    return sorted(v for batch in loader for v in gather(batch).flatten().int().tolist())
+
+
+_claims.equal(
+    "gather_for_metrics_drops_the_padding",
+    measured=evaluated_samples(padded_acc.gather_for_metrics),
+    control=evaluated_samples(padded_acc.gather),  # keeps the padding's duplicates: 16 values
+    expected=list(range(10)),
+)
+
+# --- 1c. drop_last=True: the prepared loader stops at the last round every rank can fill ---
+fourteen = torch.arange(14, dtype=torch.float32).unsqueeze(1)
+
+
+def unseen_with(drop_last):
+    """[steps of rank 0, steps of rank 1] and the sample ids no rank saw in one epoch."""
+    loader = padded_acc.prepare(DataLoader(fourteen, batch_size=4, drop_last=drop_last))
+    steps, seen = steps_per_rank(padded_acc, loader)
+    everything = set(accelerate.utils.gather_object(seen))
+    return steps, [i for i in range(len(fourteen)) if i not in everything]
+
+
+dropped_steps, dropped = unseen_with(drop_last=True)
+kept_steps, kept = unseen_with(drop_last=False)
+_claims.equal(
+    "drop_last_stops_at_the_last_full_round",
+    measured=dropped,  # samples never seen: the full batch [8-11] that no round could pair, and [12, 13]
+    control=kept,  # drop_last=False: the last round is padded, nothing left out
+    expected=list(range(8, 14)),
+    steps_with_drop_last=dropped_steps,
+    steps_without=kept_steps,
+)
+
 
 # --- 2. join_uneven_inputs on a multi-CPU run: a warning, and no effect ---
 # even_batches=True (the default) written out: this part is about the override, whatever the default is
