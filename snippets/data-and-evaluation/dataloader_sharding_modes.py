@@ -92,13 +92,13 @@ split_data = CountingDataset()
 split_samples, split_sizes, _, _ = run(
     make_accelerator(split_batches=True).prepare(DataLoader(split_data, batch_size=BATCH)), split_data
 )
+piece = BATCH // world
+cut = [i for batch in batches for i in batch[rank * piece : (rank + 1) * piece]]  # slice r of every batch, written out
 _claims.equal(
     "split_batches_cuts_each_batch",
-    measured=split_sizes,
-    control=shard_sizes,  # default mode: 2 whole batches of 4 per rank
-    expected=[BATCH // world] * (N // BATCH),
-    samples=split_samples,
-    default_mode_samples=shard_samples,
+    measured=[split_sizes, split_samples],
+    control=[shard_sizes, shard_samples],  # default mode: 2 whole batches of 4 per rank
+    expected=[[piece] * (N // BATCH), cut],
 )
 
 # --- 3. dispatch_batches=True: rank 0 reads, broadcasts, slices ---

@@ -9,7 +9,8 @@
 #      runs no rooted collective (broadcast/reduce/gather/scatter), only all-reduce. Negative control:
 #      DDP construction does.
 #   5. Buffers are the exception: with the default forward_sync_buffers (formerly broadcast_buffers) DDP
-#      broadcasts rank 0's buffers before EVERY forward, so a buffer set differently on each rank after
+#      broadcasts rank 0's buffers before every forward that follows a gradient-synchronising one (every
+#      step of a plain loop), so a buffer set differently on each rank after
 #      construction is rank 0's again after one training step. Negative control: forward_sync_buffers=False.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/data-parallelism/ddp_no_designated_device.py

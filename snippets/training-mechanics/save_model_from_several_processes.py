@@ -76,10 +76,13 @@ def save_then_read(folder, barrier):
             time.sleep(0.005)
         returned_first = all(os.path.exists(flag.format("arrived", r)) for r in others)
         accelerator.save_model(model, folder)
+        inside = None
     else:
         returned_first = None
         open(flag.format("entered", rank), "w").close()
+        started = time.monotonic()
         accelerator.save_model(model, folder)  # on rank 1: no file is written, and nothing waits
+        inside = time.monotonic() - started  # seconds this non-main rank spent inside save_model
         open(flag.format("arrived", rank), "w").close()
     if barrier:
         accelerator.wait_for_everyone()  # <- the line that makes the read safe
@@ -87,7 +90,8 @@ def save_then_read(folder, barrier):
     folder_there = os.path.isdir(folder)  # save_model makes the folder on every rank before the main one writes
     accelerator.wait_for_everyone()  # after the read: the next scenario starts together
     returned_first = broadcast_object_list([returned_first])[0]  # did the main process write after they returned?
-    return sum(gather_object([found])), sum(gather_object([folder_there])), returned_first
+    seconds_inside = [t for t in gather_object([inside]) if t is not None]
+    return sum(gather_object([found])), sum(gather_object([folder_there])), returned_first, seconds_inside
 
 
 with tempfile.TemporaryDirectory() as own_dir:
@@ -134,8 +138,10 @@ with tempfile.TemporaryDirectory() as own_dir:
     )
 
     # 4. The read right after the save, with and without the barrier.
-    with_barrier, _, returned_first_with = save_then_read(os.path.join(shared, "with_barrier"), barrier=True)
-    without_barrier, folders_without_barrier, returned_first_without = save_then_read(os.path.join(shared, "without_barrier"), barrier=False)
+    with_barrier, _, returned_first_with, inside_with = save_then_read(os.path.join(shared, "with_barrier"), barrier=True)
+    without_barrier, folders_without_barrier, returned_first_without, inside_without = save_then_read(
+        os.path.join(shared, "without_barrier"), barrier=False
+    )
     _claims.equal(
         "wait_for_everyone_makes_the_file_readable",
         measured=with_barrier,  # ranks that found model.safetensors right after the save
@@ -143,5 +149,6 @@ with tempfile.TemporaryDirectory() as own_dir:
         expected=world,
         ranks_that_saw_the_folder_without_barrier=folders_without_barrier,
         other_ranks_returned_before_the_write=[returned_first_with, returned_first_without],  # False: save_model held them
+        non_main_seconds_inside_save_model=[round(t, 4) for t in inside_with + inside_without],
     )
     accelerator.wait_for_everyone()  # rank 0 deletes the folder when it leaves this block
