@@ -56,6 +56,10 @@ def scenario(env, cpu):
     GradientState._reset_state()
     child = Accelerator(cpu=cpu)
     model = child.prepare(torch.nn.Linear(4, 1))
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        # Rank 0's child hosts this world's store: without DDP's broadcast (the mutant's world) it could
+        # move on and exit while rank 1's child still talks to it ("Connection reset by peer").
+        dist.barrier()
     return {"type": str(child.distributed_type), "processes": child.num_processes, "model": type(model).__name__,
             "torch_world_size": dist.get_world_size() if dist.is_initialized() else None}
 
