@@ -222,3 +222,13 @@ def accelerator_takes_dataloader_switches(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(Accelerator, "__init__", init)
+
+
+@mutant("torchrun-passes-local-rank",
+        "torchrun passes --local-rank=<local rank> to the script, as the deprecated torch.distributed.launch does")
+def torchrun_passes_local_rank(patch):
+    import torch.distributed.run as run
+
+    # config_from_args appends --local-rank=<rank> to the worker's arguments when get_use_env(args) is
+    # False; torchrun's parser has no use_env, so the real function returns True for it.
+    patch.replace(run, "get_use_env", lambda args: False)
