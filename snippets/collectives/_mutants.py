@@ -100,3 +100,20 @@ def all_to_all_keeps_local_data(patch):
     import torch.distributed as dist
 
     patch.wrap(dist, "all_to_all_single", lambda original, output, input, *args, **kwargs: output.copy_(input))
+
+
+@mutant("new-group-named-by-its-ranks",
+        "new_group names a group by its rank list, not by a per-rank call counter: a rank may skip groups it is not in")
+def new_group_named_by_its_ranks(patch):
+    import torch.distributed.distributed_c10d as c10d
+
+    made = {}  # per rank list: how many groups with that list this rank has named, so names stay unique
+
+    def by_ranks(original, ranks, use_hashed_name):
+        if not ranks:  # the default group keeps its name
+            return original(ranks, use_hashed_name)
+        key = tuple(ranks)
+        made[key] = made.get(key, 0) + 1
+        return c10d.GroupName(f"ranks_{'_'.join(map(str, key))}_{made[key]}")
+
+    patch.wrap(c10d, "_process_group_name", by_ranks)

@@ -222,3 +222,34 @@ def accelerator_takes_dataloader_switches(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(Accelerator, "__init__", init)
+
+
+@mutant("torchrun-passes-local-rank",
+        "torchrun passes --local-rank=<local rank> to the script, as the deprecated torch.distributed.launch does")
+def torchrun_passes_local_rank(patch):
+    import torch.distributed.run as run
+
+    # config_from_args appends --local-rank=<rank> to the worker's arguments when get_use_env(args) is
+    # False; torchrun's parser has no use_env, so the real function returns True for it.
+    patch.replace(run, "get_use_env", lambda args: False)
+
+
+@mutant("static-rendezvous-does-not-wait-for-machine-0",
+        "a machine that reaches the static rendezvous before machine 0's store is up tries to connect once and "
+        "gives up instead of waiting for it: machine 0 must be started first")
+def static_rendezvous_does_not_wait_for_machine_0(patch):
+    import socket
+
+    from torch.distributed.elastic.rendezvous import RendezvousConnectionError
+    from torch.distributed.elastic.rendezvous.static_tcp_rendezvous import StaticTCPRendezvous
+
+    def next_rendezvous(original, self):
+        if self.rank != 0 and self._store is None:  # one connection attempt, no retry until the timeout
+            try:
+                socket.create_connection((self.master_addr, self.master_port), timeout=0.1).close()
+            except OSError as error:
+                raise RendezvousConnectionError(f"machine 0's store at {self.master_addr}:{self.master_port} "
+                                                f"is not up: {error}") from error
+        return original(self)
+
+    patch.wrap(StaticTCPRendezvous, "next_rendezvous", next_rendezvous)

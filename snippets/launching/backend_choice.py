@@ -3,13 +3,17 @@
 # there, nothing at all when neither. torch picks per device type: Backend.default_device_backend_map
 # and BackendConfig (torch/distributed/distributed_c10d.py) say which backend carries tensors of which
 # device, and an "nccl" group has no backend for CPU tensors.
+# Accelerate passes PartialState only the InitProcessGroupKwargs fields you changed, so the handler's
+# default backend "nccl" never reaches it.
 # Negative controls: the same selection with cpu=False (no GPU here: no backend, DistributedType.NO);
-# the same device map for "gloo"; the same tensor without the all-reduce.
+# the same device map for "gloo"; the same tensor without the all-reduce; the same PartialState given
+# every field of InitProcessGroupKwargs() (backend "nccl" included).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/backend_choice.py
 import torch
 import torch.distributed as dist
 from accelerate import Accelerator, PartialState
+from accelerate.utils import InitProcessGroupKwargs
 from torch.distributed.distributed_c10d import Backend, BackendConfig
 
 import _claims
@@ -64,3 +68,31 @@ _claims.equal(
     device=str(value.device),
 )
 dist.destroy_process_group(gloo)  # only the subgroup; the default group stays
+
+# --- InitProcessGroupKwargs(): its backend field reads "nccl", but what reaches PartialState? -----------
+# Accelerator.__init__ hands PartialState `self.init_handler.to_kwargs()`. Ask PartialState afresh (its
+# shared state saved and put back; the process group already exists, so nothing is re-created) which
+# backend it settles on in CPU mode, given that dict, and given every field of the handler instead.
+
+
+def backend_chosen_with(kwargs):
+    saved = dict(PartialState._shared_state)
+    PartialState._reset_state()
+    try:
+        return PartialState(cpu=True, **kwargs).backend
+    except ValueError as error:  # an assigned backend that the CPU path cannot use
+        return f"ValueError: {error}"
+    finally:
+        PartialState._shared_state.clear()
+        PartialState._shared_state.update(saved)
+
+
+handler = InitProcessGroupKwargs()
+_claims.equal(
+    "init_kwargs_default_backend_is_not_passed",
+    measured=backend_chosen_with(handler.to_kwargs()),
+    control=backend_chosen_with(handler.to_dict()),  # every field, its default backend "nccl" included
+    expected="gloo",
+    handler_backend_field=handler.backend,
+    passed_kwargs=sorted(handler.to_kwargs()),
+)

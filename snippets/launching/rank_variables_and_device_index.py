@@ -6,8 +6,11 @@
 # Part 1 reads the variables in this launch's own 2 ranks. Part 2: rank 0 forks 4 fresh processes with
 # the environment torchrun gives a job of 2 nodes x 2 processes; each builds its group through
 # PartialState(cpu=True) (env:// rendezvous at MASTER_ADDR:MASTER_PORT) and reports its indices.
-# Negative controls: the launcher process's own environment (none of the variables); the device index
-# taken from LOCAL_RANK (accelerator.local_process_index) instead of the global rank.
+# Part 1b: neither `accelerate launch` (this rank's own command line) nor torchrun (the worker command its
+# config_from_args builds) passes a --local-rank argument; the deprecated torch.distributed.launch does.
+# Negative controls: the launcher process's own environment (none of the variables); the worker command
+# torch.distributed.launch builds; the device index taken from LOCAL_RANK (accelerator.local_process_index)
+# instead of the global rank.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/rank_variables_and_device_index.py
 import gc
@@ -15,10 +18,13 @@ import multiprocessing
 import os
 import queue
 import socket
+import tempfile
 import time
 
 import psutil
 import torch.distributed as dist
+import torch.distributed.launch
+import torch.distributed.run
 from accelerate import Accelerator, PartialState
 from accelerate.state import AcceleratorState
 from torch.distributed import distributed_c10d
@@ -46,6 +52,31 @@ _claims.equal(
     values=mine,
     accelerate=[accelerator.process_index, accelerator.local_process_index, accelerator.num_processes],
 )
+
+# --- part 1b: no --local_rank argument ---------------------------------------------------------------
+# This rank's command line as `accelerate launch` started it, and the worker command torchrun's own
+# config_from_args builds (torch.distributed.run, the function torchrun's main runs; nothing is started).
+# Control: the same function given the deprecated torch.distributed.launch's parse of the same command
+# (its --use-env defaults to False), which appends --local-rank=<local rank> to the script's arguments.
+def local_rank_flags(arguments):
+    return [a for a in arguments if a.replace("_", "-").startswith("--local-rank")]
+
+
+with tempfile.TemporaryDirectory() as logs:  # config_from_args makes a log dir when none is given
+    command = ["--nproc-per-node", "1", "--log-dir", logs, "train.py", "--lr", "0.1"]
+    _, _, torchrun_args = torch.distributed.run.config_from_args(torch.distributed.run.parse_args(command))
+    _, _, legacy_args = torch.distributed.run.config_from_args(torch.distributed.launch.parse_args(command))
+own_args = psutil.Process().cmdline()
+_claims.equal(
+    "launchers_pass_no_local_rank_argument",
+    measured=[local_rank_flags(own_args), local_rank_flags(torchrun_args)],
+    control=[local_rank_flags(own_args), local_rank_flags(legacy_args)],  # torch.distributed.launch
+    expected=[[], []],
+    this_rank_argv=own_args[1:],
+    torchrun_worker_args=torchrun_args,
+    torch_distributed_launch_worker_args=legacy_args,
+)
+
 
 # --- part 2: 2 nodes x 2 processes, as torchrun would start them -------------------------------------
 def free_port():
