@@ -7,9 +7,11 @@
 #     can concatenate them; drop the padded row and the 7 outputs equal one process running all 7.
 #   * Without apply_padding the chunks have 4 and 3 rows, and accelerator.gather (an all_gather that
 #     assumes every rank sends its own shape) breaks: shown in 2 forked children with their own gloo
-#     group and a 20 s hard limit, never in the launched ranks. With apply_padding both children get
-#     all 7 rows back in order.
-# Negative controls: a strided split (for the order); no apply_padding (unequal row counts).
+#     group and a 20 s hard limit, never in the launched ranks: neither child ends with the 7 rows in
+#     order (gloo aborts the child with 3 rows; the other raises or, depending on timing, finishes with
+#     wrong rows). With apply_padding both children get all 7 rows back in order.
+# Negative controls: a strided split (for the order); no apply_padding (unequal row counts); for the
+# unpadded gather, the same gather with apply_padding=True.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/split_between_processes_inference.py
@@ -89,15 +91,22 @@ def rows_back_in_order(pad):
     return per_rank
 
 
+def complete(outcome):
+    """How many of the 2 children finished holding all 7 output rows in place."""
+    return sum(status == "finished" and value == len(inputs) for status, value in outcome.values())
+
+
 if accelerator.is_main_process:
     padded, padded_codes = run_pair(rows_back_in_order(pad=True), time_limit=20.0)
     unpadded, unpadded_codes = run_pair(rows_back_in_order(pad=False), time_limit=20.0)
+    # Judged: children left with the 7 rows in order. Without padding the child with 3 rows is aborted
+    # by gloo, and the other either raises or (timing) finishes with wrong rows: 0 either way.
     _claims.equal(
         "gather_of_unpadded_chunks_breaks",
-        measured=sum(value for status, value in padded.values() if status == "finished"),  # rows in order
-        control=sum(value for status, value in unpadded.values() if status == "finished"),  # no apply_padding
-        expected=2 * len(inputs),  # 2 children x 7 rows
-        with_padding={str(rank): value for rank, value in sorted(padded.items())},
+        measured=complete(unpadded),  # split without apply_padding: 4 and 3 rows
+        control=complete(padded),  # apply_padding=True: 4 and 4 rows, both children get all 7 back
+        expected=0,
+        with_padding={str(rank): value for rank, value in sorted(padded.items())},  # (status, rows in place)
         without_padding={str(rank): value for rank, value in sorted(unpadded.items())},
         exit_codes=[padded_codes, unpadded_codes],
     )
