@@ -74,3 +74,19 @@ def ram_efficient_load_receives_whole_model(patch):
         return original(accelerator, model, full_sd, cpu_offload=cpu_offload)
 
     patch.wrap(accelerate.utils.fsdp_utils, "fsdp2_load_full_state_dict", whole_model_first)
+
+
+@mutant(
+    "device-map-loads-whole-model-first",
+    "load_checkpoint_and_dispatch loads the whole checkpoint into the model in CPU RAM first and only then "
+    "moves each layer to the device its device map assigns (the layers mapped to disk included)",
+)
+def device_map_loads_whole_model_first(patch):
+    import accelerate.big_modeling
+
+    def whole_model_first(original, model, checkpoint, device_map=None, **kwargs):
+        everything_on_cpu = None if device_map is None else {"": "cpu"}
+        # dispatch_model, which load_checkpoint_and_dispatch calls next, then writes the disk layers out
+        return original(model, checkpoint, device_map=everything_on_cpu, **{**kwargs, "offload_state_dict": False})
+
+    patch.wrap(accelerate.big_modeling, "load_checkpoint_in_model", whole_model_first)
