@@ -74,3 +74,40 @@ def ram_efficient_load_receives_whole_model(patch):
         return original(accelerator, model, full_sd, cpu_offload=cpu_offload)
 
     patch.wrap(accelerate.utils.fsdp_utils, "fsdp2_load_full_state_dict", whole_model_first)
+
+
+@mutant(
+    "device-map-loads-whole-model-first",
+    "load_checkpoint_and_dispatch loads the whole checkpoint into the model in CPU RAM first and only then "
+    "moves each layer to the device its device map assigns (the layers mapped to disk included)",
+)
+def device_map_loads_whole_model_first(patch):
+    import accelerate.big_modeling
+
+    def whole_model_first(original, model, checkpoint, device_map=None, **kwargs):
+        everything_on_cpu = None if device_map is None else {"": "cpu"}
+        # dispatch_model, which load_checkpoint_and_dispatch calls next, then writes the disk layers out
+        return original(model, checkpoint, device_map=everything_on_cpu, **{**kwargs, "offload_state_dict": False})
+
+    patch.wrap(accelerate.big_modeling, "load_checkpoint_in_model", whole_model_first)
+
+
+@mutant(
+    "from-pretrained-skips-checkpoint-on-other-ranks",
+    "with FSDP's cpu_ram_efficient_loading set, transformers' from_pretrained leaves the weights of every "
+    "process but local rank 0 empty (uninitialised memory, for rank 0 to broadcast into) instead of reading "
+    "the checkpoint there",
+)
+def from_pretrained_skips_checkpoint_on_other_ranks(patch):
+    import torch
+    from transformers import PreTrainedModel
+    from transformers.distributed.utils import is_local_dist_rank_0
+    from transformers.integrations import is_fsdp_enabled
+
+    def empty_on_other_ranks(original, model, state_dict, checkpoint_files, load_config, *args, **kwargs):
+        if is_fsdp_enabled() and not is_local_dist_rank_0():
+            state_dict = {name: torch.empty(t.shape, dtype=t.dtype) for name, t in model.state_dict().items()}
+            checkpoint_files = None  # the checkpoint is never read here: rank 0 is to broadcast the values
+        return original(model, state_dict, checkpoint_files, load_config, *args, **kwargs)
+
+    patch.wrap(PreTrainedModel, "_load_pretrained_model", empty_on_other_ranks)

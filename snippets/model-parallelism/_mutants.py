@@ -156,3 +156,18 @@ def partial_to_shard_all_reduces(patch):
         ].contiguous()
 
     patch.wrap(Partial, "_reduce_shard_value", all_reduce_then_chunk)
+
+
+@mutant(
+    "pipeline-stages-never-wait",
+    "torch.distributed.pipelining's schedules never wait for their sends and receives: a stage starts each "
+    "micro-batch's forward and backward without waiting for the neighbouring stage's activations or gradients",
+)
+def pipeline_stages_never_wait(patch):
+    from torch.distributed.pipelining import schedules
+
+    def no_wait(original, work):
+        _pending.extend(work)  # posted, and kept alive, but never waited for before the buffers are used
+
+    _pending = []
+    patch.wrap(schedules, "_wait_batch_p2p", no_wait)
