@@ -389,3 +389,15 @@ def ddp_bucket_view_changes_gradients(patch):
     real_register = DistributedDataParallel.register_comm_hook  # for init(), before it is wrapped
     patch.wrap(DistributedDataParallel, "__init__", init)
     patch.wrap(DistributedDataParallel, "register_comm_hook", register)
+
+
+@mutant(
+    "ddp-ignored-outputs-expect-gradients",
+    "find_unused_parameters=True only covers parameters forward never touches: DDP does not route its outputs "
+    "through _DDPSink, so a returned output that the loss ignores leaves its parameters waiting for a gradient",
+)
+def ddp_ignored_outputs_expect_gradients(patch):
+    from torch.nn.parallel.distributed import _DDPSink
+
+    # Function.apply is a classmethod: the wrapper receives the class, then DDP's weakref, then the outputs.
+    patch.wrap(_DDPSink, "apply", lambda original, cls, ddp_weakref, *outputs: outputs)

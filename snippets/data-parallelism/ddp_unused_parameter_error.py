@@ -4,6 +4,8 @@
 # WAS used stay un-averaged (ranks disagree); the next forward raises "Expected to have finished
 # reduction in the prior iteration ...". find_unused_parameters=True or static_graph=True fix it;
 # with TORCH_DISTRIBUTED_DEBUG=INFO the message names the parameters.
+# find_unused_parameters=True also covers a returned output that the loss ignores: DDP routes the outputs
+# through its _DDPSink autograd Function, whose backward hands the reducer an undefined gradient for it.
 # Negative controls: the same model with find_unused_parameters=True (no error, gradients averaged);
 # the default DDP (static_graph=False); the debug level OFF (the error gives indices only).
 #
@@ -26,17 +28,26 @@ class TwoHeads(torch.nn.Module):
         return self.used(x)
 
 
-def train(iterations=3, **ddp_options):
+class IgnoredOutput(TwoHeads):
+    """Both layers run in forward and both outputs are returned, but the loss uses only the first."""
+
+    def forward(self, x):
+        return self.used(x), self.unused(x)
+
+
+def train(iterations=3, model_class=TwoHeads, **ddp_options):
     """Returns (iterations completed, error message or "", cross-rank gap of used.weight.grad after step 1)."""
     accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(**ddp_options)])
     torch.manual_seed(0)
-    model = accelerator.prepare(TwoHeads())
+    model = accelerator.prepare(model_class())
     torch.manual_seed(1 + accelerator.process_index)  # each rank its own data, so local gradients differ
     gap = None
     for step in range(iterations):
         try:
             model.zero_grad()
-            model(torch.randn(8, 4)).pow(2).mean().backward()
+            output = model(torch.randn(8, 4))
+            output = output[0] if isinstance(output, tuple) else output  # the loss ignores output[1]
+            output.pow(2).mean().backward()
         except RuntimeError as error:
             return step, str(error), gap
         if step == 0:  # averaged gradients are identical on both ranks; local ones are not
@@ -49,6 +60,8 @@ def train(iterations=3, **ddp_options):
 default_steps, default_error, default_gap = train()
 found_steps, found_error, found_gap = train(find_unused_parameters=True)
 static_steps, static_error, static_gap = train(static_graph=True)
+ignored_found_steps, ignored_found_error, _ = train(model_class=IgnoredOutput, find_unused_parameters=True)
+ignored_default_steps, ignored_default_error, _ = train(model_class=IgnoredOutput)
 
 previous_level = dist.get_debug_level()
 dist.set_debug_level(dist.DebugLevel.INFO)  # what TORCH_DISTRIBUTED_DEBUG=INFO sets at import
@@ -81,6 +94,14 @@ _claims.equal(
     expected=3,
     static_graph_gap_after_step_1=static_gap,
     static_graph_error=static_error,
+)
+_claims.equal(
+    "find_unused_covers_an_ignored_output",
+    measured=ignored_found_steps,  # a returned output the loss never uses, find_unused_parameters=True
+    control=ignored_default_steps,
+    expected=3,
+    find_unused_error=ignored_found_error,
+    default_error=ignored_default_error[:200],
 )
 _claims.equal(
     "debug_level_names_the_parameter",
