@@ -5,8 +5,8 @@
 # The backward is not full precision either: the gradients flowing back through those activations
 # are bfloat16 (backward ops run in the dtype autocast chose for the forward); only the float32
 # parameters' .grad is accumulated in float32.
-# Negative controls: a model cast to bfloat16 (what "half-precision training" would mean) halves
-# the weights; the same model called without accelerate's wrapper (what mixed_precision="no"
+# Negative controls: a model cast to bfloat16 (what "half-precision training" would mean), given the
+# same Adam step, keeps its weights, gradients and Adam state at half the bytes; the same model called without accelerate's wrapper (what mixed_precision="no"
 # runs) keeps float32 activations and float32 gradients in backward; its raw bf16 output, before
 # the cast back, is bfloat16.
 #
@@ -66,8 +66,16 @@ state = [v for s in optimizer.state_dict()["state"].values() for v in s.values()
 n_params = sum(p.numel() for p in params)
 # param + grad + Adam exp_avg + exp_avg_sq, all float32: 16 bytes per parameter
 kept_bytes = nbytes(params) + nbytes(p.grad for p in params) + nbytes(state)
-half_model = copy.deepcopy(plain).to(torch.bfloat16)
-half_bytes = 4 * nbytes(half_model.parameters())  # the same four tensors if everything were bf16
+# Control: the recipe removed. The same model cast to bfloat16 gets the same Adam step; its parameters,
+# gradients and Adam moments are then bfloat16 (Adam's state follows the parameter dtype).
+half_model = copy.deepcopy(plain).to(torch.bfloat16)  # the copy keeps the forward hooks: lists cleared below
+half_optimizer = torch.optim.Adam(half_model.parameters(), lr=1e-3)
+torch.nn.functional.mse_loss(half_model(inputs.to(torch.bfloat16)).float(), targets).backward()
+half_optimizer.step()
+half_params = list(half_model.parameters())
+half_state = [v for s in half_optimizer.state_dict()["state"].values() for v in s.values()
+              if torch.is_tensor(v) and v.dim() > 0]
+half_bytes = nbytes(half_params) + nbytes(p.grad for p in half_params) + nbytes(half_state)
 _claims.equal(
     "weights_grads_adam_state_stay_fp32",
     measured=kept_bytes,
@@ -76,6 +84,7 @@ _claims.equal(
     parameters=n_params,
     dtypes=sorted({str(t.dtype) for t in params + [p.grad for p in params] + state}),
     scaler=repr(accelerator.scaler),  # None: bf16 has float32's exponent range, no loss scaling needed
+    control_dtypes=sorted({str(t.dtype) for t in half_params + [p.grad for p in half_params] + half_state}),
 )
 
 # Activations and backward: the same forward and backward without accelerate's autocast wrapper.
