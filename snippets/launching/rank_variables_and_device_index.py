@@ -8,18 +8,21 @@
 # PartialState(cpu=True) (env:// rendezvous at MASTER_ADDR:MASTER_PORT) and reports its indices.
 # Part 1b: neither `accelerate launch` (this rank's own command line) nor torchrun (the worker command its
 # config_from_args builds) passes a --local-rank argument; the deprecated torch.distributed.launch does.
-# Negative controls: the launcher process's own environment (none of the variables); the worker command
-# torch.distributed.launch builds; the device index taken from LOCAL_RANK (accelerator.local_process_index)
-# instead of the global rank.
+# Negative controls: the launcher process's own environment (none of the variables); the command line of
+# a worker torch.distributed.launch starts, and the worker command it builds; the device index taken from
+# LOCAL_RANK (accelerator.local_process_index) instead of the global rank.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/launching/rank_variables_and_device_index.py
 import gc
+import json
 import multiprocessing
 import os
 import queue
+import signal
 import socket
 import tempfile
 import time
+import warnings
 
 import psutil
 import torch.distributed as dist
@@ -54,37 +57,74 @@ _claims.equal(
 )
 
 # --- part 1b: no --local_rank argument ---------------------------------------------------------------
-# This rank's command line as `accelerate launch` started it, and the worker command torchrun's own
-# config_from_args builds (torch.distributed.run, the function torchrun's main runs; nothing is started).
-# Control: the same function given the deprecated torch.distributed.launch's parse of the same command
-# (its --use-env defaults to False), which appends --local-rank=<local rank> to the script's arguments.
+# (a) This rank's command line as `accelerate launch` started it. Control: the same reading (psutil's
+# cmdline, the same filter) in a worker that the deprecated torch.distributed.launch really starts, here,
+# in this rank (its agent runs in-process: nothing to import, a fraction of a second), for the same
+# `--nproc-per-node 1 train.py --lr 0.1` (plus a free --master-port and a --log-dir).
+# (b) The worker command torchrun's own config_from_args builds (torch.distributed.run, the function
+# torchrun's main runs; nothing is started). Control: the same function given torch.distributed.launch's
+# parse of the same command (its --use-env defaults to False), which appends --local-rank=<local rank>.
 def local_rank_flags(arguments):
     return [a for a in arguments if a.replace("_", "-").startswith("--local-rank")]
 
 
-with tempfile.TemporaryDirectory() as logs:  # config_from_args makes a log dir when none is given
-    command = ["--nproc-per-node", "1", "--log-dir", logs, "train.py", "--lr", "0.1"]
-    _, _, torchrun_args = torch.distributed.run.config_from_args(torch.distributed.run.parse_args(command))
-    _, _, legacy_args = torch.distributed.run.config_from_args(torch.distributed.launch.parse_args(command))
-own_args = psutil.Process().cmdline()
-_claims.equal(
-    "launchers_pass_no_local_rank_argument",
-    measured=[local_rank_flags(own_args), local_rank_flags(torchrun_args)],
-    control=[local_rank_flags(own_args), local_rank_flags(legacy_args)],  # torch.distributed.launch
-    expected=[[], []],
-    this_rank_argv=own_args[1:],
-    torchrun_worker_args=torchrun_args,
-    torch_distributed_launch_worker_args=legacy_args,
-)
-
-
-# --- part 2: 2 nodes x 2 processes, as torchrun would start them -------------------------------------
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
+READ_ARGV = "import json, os, psutil\njson.dump(psutil.Process().cmdline(), open(os.environ['ARGV_OUT'], 'w'))\n"
+HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)  # the agent installs handlers for these
+
+
+def argv_of_a_worker_started_by_torch_distributed_launch():
+    saved_env, saved_handlers = dict(os.environ), {s: signal.getsignal(s) for s in HANDLED}
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            script, out = os.path.join(scratch, "train.py"), os.path.join(scratch, "argv.json")
+            with open(script, "w") as f:
+                f.write(READ_ARGV)
+            os.environ["ARGV_OUT"] = out  # the worker inherits the agent's environment
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # "torch.distributed.launch is deprecated"
+                torch.distributed.launch.main(["--nproc-per-node", "1", "--master-port", str(free_port()),
+                                               "--log-dir", os.path.join(scratch, "logs"), script, "--lr", "0.1"])
+            with open(out) as f:
+                return json.load(f)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for s, handler in saved_handlers.items():
+            signal.signal(s, handler)
+
+
+own_args = psutil.Process().cmdline()
+legacy_worker_argv = argv_of_a_worker_started_by_torch_distributed_launch()
+_claims.equal(
+    "accelerate_launch_passes_no_local_rank_argument",
+    measured=local_rank_flags(own_args),
+    control=local_rank_flags(legacy_worker_argv),  # a worker torch.distributed.launch started
+    expected=[],
+    this_rank_argv=own_args[1:],
+    torch_distributed_launch_worker_argv=legacy_worker_argv[1:],
+)
+
+with tempfile.TemporaryDirectory() as logs:  # config_from_args makes a log dir when none is given
+    command = ["--nproc-per-node", "1", "--log-dir", logs, "train.py", "--lr", "0.1"]
+    _, _, torchrun_args = torch.distributed.run.config_from_args(torch.distributed.run.parse_args(command))
+    _, _, legacy_args = torch.distributed.run.config_from_args(torch.distributed.launch.parse_args(command))
+_claims.equal(
+    "torchrun_passes_no_local_rank_argument",
+    measured=local_rank_flags(torchrun_args),
+    control=local_rank_flags(legacy_args),  # torch.distributed.launch's parse of the same command
+    expected=[],
+    torchrun_worker_args=torchrun_args,
+    torch_distributed_launch_worker_args=legacy_args,
+)
+
+
+# --- part 2: 2 nodes x 2 processes, as torchrun would start them -------------------------------------
 def worker(global_rank, port, results):
     gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
     inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
