@@ -31,8 +31,10 @@ def _child(rank, port, results, fn):
     try:
         c10d = dist.distributed_c10d
         c10d._world = c10d._World()  # this child's copy only: the parent's groups are left untouched
-        store = dist.TCPStore("127.0.0.1", port, 2, rank == 0, timeout=datetime.timedelta(seconds=10))
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=10))
+        # 5 s: the pair meets within milliseconds; a partner that died first (a control's crash) should
+        # cost this run seconds, not the whole time limit.
+        store = dist.TCPStore("127.0.0.1", port, 2, rank == 0, timeout=datetime.timedelta(seconds=5))
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=5))
         results.put((rank, "finished", fn(rank)))
     except Exception as error:  # noqa: BLE001  the error IS the result of a control
         results.put((rank, "error", f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"))
