@@ -389,3 +389,14 @@ def accelerator_log_averages_over_processes(patch):
         return original(self, {key: mean(value) for key, value in values.items()}, step=step, log_kwargs=log_kwargs)
 
     patch.wrap(Accelerator, "log", log)
+
+
+@mutant("accelerator-print-once-per-job", "accelerator.print prints on the main process of the whole job only, not once per node")
+def accelerator_print_once_per_job(patch):
+    from accelerate.state import PartialState
+
+    def main_process_only(original, self, *args, **kwargs):
+        if self.is_main_process:
+            print(*args, **kwargs)
+
+    patch.wrap(PartialState, "print", main_process_only)

@@ -2,6 +2,9 @@
 # print, log, track and prepare data only once.
 #   1. accelerator.print prints on the local main process only: 1 line on one node of 2 processes.
 #      Negative control: the built-in print, which every process runs (2 lines).
+#   1b. With each process the first on its own node (local_process_index 0 on both, as on 2 machines with
+#      1 process each), accelerator.print prints on both: once per node, not once per job (2 lines).
+#      Negative control: the same print gated on accelerator.is_main_process (1 line).
 #   2. A logger from accelerate.logging.get_logger logs on the main process only by default.
 #      Negative control: the same call with main_process_only=False (every process logs).
 #      Each record is prefixed "[RANK <process_index>] " (accelerate >= 1.13.0).
@@ -82,6 +85,28 @@ _claims.equal(
     control=total(len(printed.getvalue().splitlines())),
     expected=1,
     processes=accelerator.num_processes,
+)
+
+# 1b. Once per node, not once per job: what accelerator.print does when every process is the first on its node
+# (2 machines with 1 process each: local_process_index 0 on both), against a print gated on is_main_process.
+state = PartialState()
+own_local_index = state.local_process_index
+state.local_process_index = 0  # the state of the rank's own machine; restored below
+try:
+    per_node, per_job = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(per_node):
+        accelerator.print("epoch 0 loss 0.5")
+    with contextlib.redirect_stdout(per_job):
+        if accelerator.is_main_process:
+            print("epoch 0 loss 0.5")
+finally:
+    state.local_process_index = own_local_index
+_claims.equal(
+    "accelerator_print_is_once_per_node",
+    measured=total(len(per_node.getvalue().splitlines())),
+    control=total(len(per_job.getvalue().splitlines())),
+    expected=2,
+    local_process_index_restored=state.local_process_index,
 )
 
 # 2. accelerate.logging.get_logger: count the records that reach a handler on each process.
