@@ -74,7 +74,11 @@ def prepare_and_step(depth, plugin):
 
 OPS_PER_BLOCK = 4  # layer_norm, linear, relu, add: what dynamo captures for one Block
 DEPTH = 4
-whole = prepare_and_step(DEPTH, TorchDynamoPlugin(backend="eager"))
+whole_plugin = TorchDynamoPlugin(backend="eager")
+# `accelerate launch` exports ACCELERATE_DYNAMO_USE_DYNAMIC=False unless --dynamo_use_dynamic, and the plugin
+# reads it (TorchDynamoPlugin.__post_init__), so prepare() calls torch.compile(..., dynamic=False).
+compile_kwargs = whole_plugin.to_kwargs()
+whole = prepare_and_step(DEPTH, whole_plugin)
 plain = prepare_and_step(DEPTH, TorchDynamoPlugin(backend="no"))  # control: no backend, prepare compiles nothing
 regional = prepare_and_step(DEPTH, TorchDynamoPlugin(backend="eager", use_regional_compilation=True))
 DEEPER = 12  # more blocks than dynamo's recompile limit (8): a per-block recompile would show here
@@ -92,6 +96,7 @@ _claims.at_least(
     ops_traced=whole["ops_traced"],
     first_step_seconds=whole["seconds"],
     control_first_step_seconds=plain["seconds"],
+    torch_compile_kwargs={key: str(value) for key, value in compile_kwargs.items()},  # what prepare passes on
 )
 
 # Regional compilation traces one Block (plus the embedding and the head), not DEPTH of them: each

@@ -61,6 +61,7 @@ _claims.at_least(
     measured=moved_fp32,  # share of this rank's weights changed by one Adam step at lr 1e-4
     control=moved_bf16,  # sharded bf16 weights: the step rounds away for most of them
     bound=0.99,
+    model_elements=sum(p.numel() for p in loaded.parameters()),
     fp32_masters=why_fp32,
     bf16_as_loaded=why_bf16,
 )

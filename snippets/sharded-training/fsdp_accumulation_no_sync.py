@@ -30,18 +30,18 @@ elements = sum(p.numel() for p in model.parameters())
 
 
 @contextlib.contextmanager
-def count_reduce_scatters(counter):
-    original = dist.reduce_scatter_single  # what FSDP2's default ReduceScatter calls
+def count_calls(name, counter):
+    original = getattr(dist, name)  # reduce_scatter_single / all_gather_single: what FSDP2's defaults call
 
     def counted(*args, **kwargs):
         counter.append(1)
         return original(*args, **kwargs)
 
-    dist.reduce_scatter_single = counted
+    setattr(dist, name, counted)
     try:
         yield
     finally:
-        dist.reduce_scatter_single = original
+        setattr(dist, name, original)
 
 
 def held_gradient_elements(net):
@@ -75,10 +75,10 @@ def train(skip_sync=True, divide=True):
     fully_shard(net[2], mesh=mesh)
     fully_shard(net, mesh=mesh)
     optimizer = torch.optim.SGD(net.parameters(), lr=LR)
-    reduce_scatters, held_after_first = [], None
+    reduce_scatters, all_gathers, held_after_first = [], [], None
     my_samples = slice(rank * K * MICRO, (rank + 1) * K * MICRO)
     xs, ys = inputs[my_samples].chunk(K), targets[my_samples].chunk(K)
-    with count_reduce_scatters(reduce_scatters):
+    with count_calls("reduce_scatter_single", reduce_scatters), count_calls("all_gather_single", all_gathers):
         for i, (x, y) in enumerate(zip(xs, ys)):
             last = i == K - 1
             net.set_requires_gradient_sync(last or not skip_sync)  # FSDP2's no_sync
@@ -86,8 +86,9 @@ def train(skip_sync=True, divide=True):
             (loss / K if divide else loss).backward()
             if i == 0:
                 held_after_first = held_gradient_elements(net)
+    local_shard_elements = sum(p.to_local().numel() for p in net.parameters())  # this rank's rows, unpadded
     optimizer.step()  # one step per window
-    return full_weights(net), len(reduce_scatters), held_after_first
+    return full_weights(net), len(reduce_scatters), held_after_first, len(all_gathers), local_shard_elements
 
 
 # Reference: one process, one SGD step on all 32 samples
@@ -96,9 +97,9 @@ torch.nn.functional.mse_loss(reference(inputs), targets).backward()
 torch.optim.SGD(reference.parameters(), lr=LR).step()
 reference_weights = torch.cat([p.detach().flatten() for p in reference.parameters()])
 
-accumulated, rs_no_sync, held_no_sync = train()
-synced, rs_every, held_every = train(skip_sync=False)
-undivided, _, _ = train(divide=False)
+accumulated, rs_no_sync, held_no_sync, ag_no_sync, local_elements = train()
+synced, rs_every, held_every, ag_every, _ = train(skip_sync=False)
+undivided, _, _, _, _ = train(divide=False)
 
 _claims.at_most(
     "no_sync_accumulation_matches_big_batch",
@@ -113,6 +114,8 @@ _claims.equal(
     control=rs_every,  # sync on every micro-batch
     expected=2,  # 2 FSDP units with parameters, one reduce-scatter each, once per window
     micro_batches=K,
+    all_gathers_no_sync=ag_no_sync,  # the all-gathers run every micro-batch either way
+    all_gathers_synced=ag_every,
 )
 _claims.at_least(
     "no_sync_holds_unsharded_gradients",
@@ -122,4 +125,5 @@ _claims.at_least(
     model_elements=elements,
     held_elements_no_sync=held_no_sync,
     held_elements_synced=held_every,
+    local_shard_elements=local_elements,  # this rank's rows of the parameters, before padding
 )
