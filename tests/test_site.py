@@ -78,7 +78,6 @@ def test_search_index_segments_chinese_words(site_without_evidence):
 def test_with_evidence_a_page_shows_measured_values_and_versions(tmp_path):
     # The page shows evidence only for the claims it makes now: the statement must be the page's own.
     proof = load_page(ROOT / "docs" / "questions" / "data-parallelism" / "data-parallel-accuracy.md").proofs[0]
-    says = proof.claims["averaged_grads_match_full_batch"].says
     evidence_dir = tmp_path / "evidence"
     evidence_dir.mkdir()
     fake = {
@@ -87,9 +86,10 @@ def test_with_evidence_a_page_shows_measured_values_and_versions(tmp_path):
         "versions": {"python": "3.11.7", "torch": "9.9.9", "accelerate": "8.8.8", "transformers": "7.7.7"},
         "world_size": 2, "backend": "gloo", "distributed_type": "MULTI_CPU", "device_per_rank": {"0": "cpu"},
         "status": "finished", "snippet_seconds": 0.1,
-        "claims": [{"id": "averaged_grads_match_full_batch", "statement": says, "passed": True, "reason": "",
+        # every claim the proof makes, each held, the first with the value the page must show
+        "claims": [{"id": claim_id, "statement": claim.says, "passed": True, "reason": "",
                     "reports": [{"rank": 0, "measured": 1.25e-08, "control": 0.5, "op": "<=", "bound": 1e-06,
-                                 "details": {}}]}],
+                                 "details": {}}]} for claim_id, claim in proof.claims.items()],
     }  # fmt: skip
     (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(fake))
     result = build(tmp_path / "site", evidence_dir)
