@@ -104,3 +104,17 @@ def ddp_wrapper_uses_inner_keys(patch):
                lambda original, self, *args, **kwargs: self.module.state_dict(*args, **kwargs))
     patch.wrap(DistributedDataParallel, "load_state_dict",
                lambda original, self, *args, **kwargs: self.module.load_state_dict(*args, **kwargs))
+
+
+@mutant(
+    "transformers-still-exports-adamw",
+    "transformers still exports its own AdamW (as before its removal), so the handout's import works",
+)
+def transformers_still_exports_adamw(patch):
+    import torch
+    import transformers
+
+    def adamw(*args, **kwargs):
+        return torch.optim.AdamW(*args, **kwargs)
+
+    patch.replace(transformers, "AdamW", adamw)
