@@ -1,6 +1,6 @@
 # Accelerator(mixed_precision="bf16") builds no GradScaler: the bf16 branch of Accelerator.__init__ builds
 # none (a scaler comes only from the fp16 branch, not on CPU, DeepSpeed or Megatron-LM, and from the fp8
-# branch with MS-AMP), so accelerator.scaler stays None and accelerator.backward(loss) runs a plain
+# branch with MS-AMP, not under DeepSpeed), so accelerator.scaler stays None and accelerator.backward(loss) runs a plain
 # loss.backward(): the gradients it leaves are those of the unscaled loss (ratio 1 to a plain backward).
 # Control: the same accelerator.backward with a GradScaler on the Accelerator (what __init__ builds for
 # fp16 on a GPU, GradScaler("cuda") there; GradScaler("cpu") stands in here), which scales every
