@@ -421,3 +421,22 @@ def dcp_load_cannot_reshard(patch):
         return original(fqn, dataclasses.replace(checkpoint_md, chunks=same), local_chunks, *args, **kwargs)
 
     patch.wrap(helpers, "create_read_items_for_chunk_list", create_read_items_for_chunk_list)
+
+
+@mutant(
+    "zero-optimizer-frees-unowned-grads",
+    "ZeroRedundancyOptimizer's step frees the gradients of the parameters other ranks own (ZeRO-1 shards gradients too)",
+)
+def zero_optimizer_frees_unowned_grads(patch):
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    def step(original, self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        owned = {id(p) for group in self.optim.param_groups for p in group["params"]}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if id(p) not in owned:
+                    p.grad = None
+        return result
+
+    patch.wrap(ZeroRedundancyOptimizer, "step", step)
