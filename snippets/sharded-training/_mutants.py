@@ -404,3 +404,39 @@ def fsdp1_uses_original_params_by_default(patch):
         return original(self, module, *args, **kwargs)
 
     patch.wrap(FullyShardedDataParallel, "__init__", init)
+
+
+@mutant(
+    "dcp-load-cannot-reshard",
+    "dcp.load reads a saved chunk only into a target chunk with the same offsets and sizes (no load-time resharding)",
+)
+def dcp_load_cannot_reshard(patch):
+    import dataclasses
+
+    import torch.distributed.checkpoint.planner_helpers as helpers
+
+    def create_read_items_for_chunk_list(original, fqn, checkpoint_md, local_chunks, *args, **kwargs):
+        wanted = {(tuple(c.offsets), tuple(c.sizes)) for c in local_chunks}
+        same = [c for c in checkpoint_md.chunks if (tuple(c.offsets), tuple(c.sizes)) in wanted]
+        return original(fqn, dataclasses.replace(checkpoint_md, chunks=same), local_chunks, *args, **kwargs)
+
+    patch.wrap(helpers, "create_read_items_for_chunk_list", create_read_items_for_chunk_list)
+
+
+@mutant(
+    "zero-optimizer-frees-unowned-grads",
+    "ZeroRedundancyOptimizer's step frees the gradients of the parameters other ranks own (ZeRO-1 shards gradients too)",
+)
+def zero_optimizer_frees_unowned_grads(patch):
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    def step(original, self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        owned = {id(p) for group in self.optim.param_groups for p in group["params"]}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if id(p) not in owned:
+                    p.grad = None
+        return result
+
+    patch.wrap(ZeroRedundancyOptimizer, "step", step)

@@ -3,7 +3,9 @@
 #            .metadata; loading reshards into any model of the same shape (here a freshly initialised one)
 #   full:    get_model_state_dict(..., StateDictOptions(full_state_dict=True)) all-gathers plain tensors,
 #            which load into an ordinary, undistributed nn.Module
-# Negative controls: the same fresh model (another seed) without the load; for the file sizes, the same
+#   reshard: the same sharded checkpoint, dcp.load-ed into a plain (unsharded) model on each rank: every
+#            rank reads both ranks' pieces of every tensor (load-time resharding)
+# Negative controls: the same fresh model (another seed) without the load (sharded or plain); for the file sizes, the same
 # DCP writer given the full state dict in one process (no_dist=True: nothing sharded); for the sizes in
 # memory, the full state dict.
 #
@@ -89,6 +91,13 @@ try:
     dcp.load(target_sd, checkpoint_id=checkpoint_dir)  # each rank reads the pieces of its shards
     set_model_state_dict(restored, target_sd)
 
+    # --- load the same sharded checkpoint into a plain, UNSHARDED model: another layout -------------
+    resharded = make_model(3)
+    unloaded = make_model(3)  # control: the same plain model that loads nothing
+    plain_sd = resharded.state_dict()  # plain tensors: each rank asks for the whole of every tensor
+    dcp.load(plain_sd, checkpoint_id=checkpoint_dir)  # in place, from both ranks' files
+    resharded.load_state_dict(plain_sd)
+
     # --- load the full state dict into a plain, undistributed model ----------------------------------
     plain = make_model(2)
     plain.load_state_dict(full_sd)
@@ -104,6 +113,12 @@ try:
         control=(full_weights(untouched) - full_weights(trained)).abs().max().item(),
         tolerance=0.0,  # a copy: bit-identical
         files=files,
+    )
+    _claims.at_most(
+        "dcp_load_reshards_into_unsharded_model",
+        measured=(full_weights(resharded) - full_weights(trained)).abs().max().item(),
+        control=(full_weights(unloaded) - full_weights(trained)).abs().max().item(),
+        tolerance=0.0,  # a copy: bit-identical
     )
     _claims.at_most(
         "full_state_dict_loads_into_plain_model",

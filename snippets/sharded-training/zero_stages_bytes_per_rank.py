@@ -112,7 +112,7 @@ zero1_adam = ZeroRedundancyOptimizer(zero1.parameters(), optimizer_class=torch.o
 one_step(zero1, zero1_adam)  # after its local step, each rank broadcasts the parameters it owns
 zero1_bytes = {
     "params": sum(nbytes(p) for p in zero1.parameters()),
-    "grads": sum(nbytes(p.grad) for p in zero1.parameters()),
+    "grads": sum(nbytes(p.grad) for p in zero1.parameters() if p.grad is not None),  # every one, unless freed
     "optimizer": state_bytes(zero1_adam.optim),  # .optim is the local Adam over this rank's partition
 }
 zero1_elements = sum(p.numel() for group in zero1_adam.optim.param_groups for p in group["params"])
