@@ -404,3 +404,60 @@ def fsdp1_uses_original_params_by_default(patch):
         return original(self, module, *args, **kwargs)
 
     patch.wrap(FullyShardedDataParallel, "__init__", init)
+
+
+# --- Accelerate's FSDP on CPU: the worlds of the wrong answers on accelerate-fsdp-on-cpu -------------
+
+
+@mutant(
+    "accelerate-fsdp-routes-multi-cpu",
+    "AcceleratorState turns a requested FSDP on for MULTI_CPU ranks too, so prepare() shards on CPU",
+)
+def accelerate_fsdp_routes_multi_cpu(patch):
+    from accelerate.state import AcceleratorState
+    from accelerate.utils import DistributedType
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        # Accelerator builds the plugin from ACCELERATE_USE_FSDP when none is given; a later AcceleratorState()
+        # (no arguments) copies PartialState's MULTI_CPU back in, so the plugin kept in the state decides then
+        plugin = kwargs.get("fsdp_plugin") or self.__dict__.get("fsdp_plugin")
+        if plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
+            patch.ran()
+            self.distributed_type = DistributedType.FSDP  # as AcceleratorState.__init__ does for MULTI_GPU
+            self.fsdp_plugin = plugin
+
+    patch.wrap(AcceleratorState, "__init__", init)
+
+
+@mutant("fsdp-requires-nccl", "torch's fully_shard refuses a mesh whose process group is not NCCL (no FSDP over gloo)")
+def fsdp_requires_nccl(patch):
+    import torch.distributed as dist
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        mesh = kwargs.get("mesh")
+        if mesh is not None and dist.get_backend(mesh.get_group(0)) != "nccl":
+            raise RuntimeError(f"fully_shard requires the NCCL backend, got {dist.get_backend(mesh.get_group(0))}")
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "accelerate-launch-accepts-cpu-with-fsdp",
+    "accelerate launch accepts --cpu together with --use_fsdp instead of refusing the combination",
+)
+def accelerate_launch_accepts_cpu_with_fsdp(patch):
+    import accelerate.commands.launch as launch
+
+    def validate(original, args):
+        if not (args.cpu and args.use_fsdp):
+            return original(args)
+        args.cpu = False  # the "only one of" check no longer counts --cpu
+        try:
+            return original(args)
+        finally:
+            args.cpu = True
+
+    patch.wrap(launch, "_validate_launch_command", validate)
