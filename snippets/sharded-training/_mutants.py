@@ -461,3 +461,27 @@ def accelerate_launch_accepts_cpu_with_fsdp(patch):
             args.cpu = True
 
     patch.wrap(launch, "_validate_launch_command", validate)
+
+
+# --- FSDP2 gradient accumulation: the world of the wrong answers on fsdp-gradient-accumulation ---------
+
+
+@mutant(
+    "fsdp-no-sync-drops-gradients",
+    "with FSDP2's gradient sync off, post-backward frees the unsharded gradients instead of keeping them "
+    "for the next micro-batch, so the accumulated step differs from the big-batch step",
+)
+def fsdp_no_sync_drops_gradients(patch):
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+
+    def post_backward(original, self, *args, **kwargs):
+        dropping = not self.reduce_grads
+        result = original(self, *args, **kwargs)
+        if dropping:
+            for fsdp_param in self.fsdp_params:
+                if hasattr(fsdp_param, "_unsharded_param"):
+                    fsdp_param._unsharded_param.grad = None
+                fsdp_param.unsharded_accumulated_grad = None
+        return result
+
+    patch.wrap(FSDPParamGroup, "post_backward", post_backward)
