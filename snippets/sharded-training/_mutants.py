@@ -485,3 +485,22 @@ def fsdp_no_sync_drops_gradients(patch):
         return result
 
     patch.wrap(FSDPParamGroup, "post_backward", post_backward)
+
+
+# --- FSDP2 sharding strategies: the world of the wrong answers on fsdp-sharding-strategies -------------
+
+
+@mutant(
+    "fsdp-shard-grad-op-keeps-params-after-backward",
+    "with reshard_after_forward=False (SHARD_GRAD_OP) fully_shard never reshards after backward either, "
+    "so every rank keeps the whole model between steps",
+)
+def fsdp_shard_grad_op_keeps_params_after_backward(patch):
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+
+    def post_backward(original, self, *args, **kwargs):
+        if not self._reshard_after_forward:
+            self.reshard_after_backward = False  # what FSDPModule.set_reshard_after_backward(False) sets
+        return original(self, *args, **kwargs)
+
+    patch.wrap(FSDPParamGroup, "post_backward", post_backward)
