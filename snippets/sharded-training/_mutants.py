@@ -440,3 +440,103 @@ def zero_optimizer_frees_unowned_grads(patch):
         return result
 
     patch.wrap(ZeroRedundancyOptimizer, "step", step)
+
+
+# --- Accelerate's FSDP on CPU: the worlds of the wrong answers on accelerate-fsdp-on-cpu -------------
+
+
+@mutant(
+    "accelerate-fsdp-routes-multi-cpu",
+    "AcceleratorState turns a requested FSDP on for MULTI_CPU ranks too, so prepare() shards on CPU",
+)
+def accelerate_fsdp_routes_multi_cpu(patch):
+    from accelerate.state import AcceleratorState
+    from accelerate.utils import DistributedType
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        # Accelerator builds the plugin from ACCELERATE_USE_FSDP when none is given; a later AcceleratorState()
+        # (no arguments) copies PartialState's MULTI_CPU back in, so the plugin kept in the state decides then
+        plugin = kwargs.get("fsdp_plugin") or self.__dict__.get("fsdp_plugin")
+        if plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
+            patch.ran()
+            self.distributed_type = DistributedType.FSDP  # as AcceleratorState.__init__ does for MULTI_GPU
+            self.fsdp_plugin = plugin
+
+    patch.wrap(AcceleratorState, "__init__", init)
+
+
+@mutant("fsdp-requires-nccl", "torch's fully_shard refuses a mesh whose process group is not NCCL (no FSDP over gloo)")
+def fsdp_requires_nccl(patch):
+    import torch.distributed as dist
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        mesh = kwargs.get("mesh")
+        if mesh is not None and dist.get_backend(mesh.get_group(0)) != "nccl":
+            raise RuntimeError(f"fully_shard requires the NCCL backend, got {dist.get_backend(mesh.get_group(0))}")
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "accelerate-launch-accepts-cpu-with-fsdp",
+    "accelerate launch accepts --cpu together with --use_fsdp instead of refusing the combination",
+)
+def accelerate_launch_accepts_cpu_with_fsdp(patch):
+    import accelerate.commands.launch as launch
+
+    def validate(original, args):
+        if not (args.cpu and args.use_fsdp):
+            return original(args)
+        args.cpu = False  # the "only one of" check no longer counts --cpu
+        try:
+            return original(args)
+        finally:
+            args.cpu = True
+
+    patch.wrap(launch, "_validate_launch_command", validate)
+
+
+# --- FSDP2 gradient accumulation: the world of the wrong answers on fsdp-gradient-accumulation ---------
+
+
+@mutant(
+    "fsdp-no-sync-drops-gradients",
+    "with FSDP2's gradient sync off, post-backward frees the unsharded gradients instead of keeping them "
+    "for the next micro-batch, so the accumulated step differs from the big-batch step",
+)
+def fsdp_no_sync_drops_gradients(patch):
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+
+    def post_backward(original, self, *args, **kwargs):
+        dropping = not self.reduce_grads
+        result = original(self, *args, **kwargs)
+        if dropping:
+            for fsdp_param in self.fsdp_params:
+                if hasattr(fsdp_param, "_unsharded_param"):
+                    fsdp_param._unsharded_param.grad = None
+                fsdp_param.unsharded_accumulated_grad = None
+        return result
+
+    patch.wrap(FSDPParamGroup, "post_backward", post_backward)
+
+
+# --- FSDP2 sharding strategies: the world of the wrong answers on fsdp-sharding-strategies -------------
+
+
+@mutant(
+    "fsdp-shard-grad-op-keeps-params-after-backward",
+    "with reshard_after_forward=False (SHARD_GRAD_OP) fully_shard never reshards after backward either, "
+    "so every rank keeps the whole model between steps",
+)
+def fsdp_shard_grad_op_keeps_params_after_backward(patch):
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+
+    def post_backward(original, self, *args, **kwargs):
+        if not self._reshard_after_forward:
+            self.reshard_after_backward = False  # what FSDPModule.set_reshard_after_backward(False) sets
+        return original(self, *args, **kwargs)
+
+    patch.wrap(FSDPParamGroup, "post_backward", post_backward)

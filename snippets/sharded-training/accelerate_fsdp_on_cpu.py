@@ -6,9 +6,12 @@
 #                     types. The same with Accelerator(fsdp_plugin=FullyShardedDataParallelPlugin(...)).
 #   --fsdp_version 1: FullyShardedDataParallelPlugin() raises, because the launcher defaults
 #                     FSDP_SYNC_MODULE_STATES=true and that needs a CUDA/XPU/... device.
+#   torch's own fully_shard on the same ranks shards over the gloo process group (FSDP does not need NCCL).
+#   --cpu --use_fsdp:  the launcher's own validation refuses the combination (ValueError).
 # Negative controls: torch's own fully_shard on the same two CPU ranks (FSDPSequential, half the
 # parameters each); the version-1 environment with FSDP_SYNC_MODULE_STATES and
-# FSDP_CPU_RAM_EFFICIENT_LOADING false (no error).
+# FSDP_CPU_RAM_EFFICIENT_LOADING false (no error); the same model without fully_shard (whole, 1.0);
+# --use_fsdp without --cpu (accepted).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/accelerate_fsdp_on_cpu.py
 import contextlib
@@ -18,6 +21,7 @@ import os
 import warnings
 
 import torch
+import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 from accelerate.state import AcceleratorState
@@ -69,6 +73,13 @@ def messages_about_fsdp(found):
         found.extend(message for message in collected if "fsdp" in message.lower() or "shard" in message.lower())
 
 
+def prepare_model_and_optimizer(acc):
+    """What a training script passes to prepare(): the model with its optimizer (FSDP2 requires both)."""
+    net = copy.deepcopy(model)
+    net, _ = acc.prepare(net, torch.optim.SGD(net.parameters(), lr=0.1))
+    return net
+
+
 def accelerator_under(env, **kwargs):
     """A fresh Accelerator in this process, as a launched script would make it under `env`."""
     AcceleratorState._reset_state(reset_partial_state=False)  # keep the process group, rebuild the state
@@ -89,7 +100,7 @@ env_v2, env_v1 = launcher_env(2), launcher_env(1)
 v2_messages = []
 with messages_about_fsdp(v2_messages):
     acc_v2, error_v2 = accelerator_under(env_v2)
-    prepared = acc_v2.prepare(copy.deepcopy(model))
+    prepared = prepare_model_and_optimizer(acc_v2)
 v2_type, v2_wrapper = str(acc_v2.distributed_type).split(".")[-1], type(prepared).__name__
 v2_share = share_held(prepared)
 
@@ -97,7 +108,7 @@ v2_share = share_held(prepared)
 plugin_messages = []
 with messages_about_fsdp(plugin_messages):
     acc_plugin, error_plugin = accelerator_under({}, fsdp_plugin=FullyShardedDataParallelPlugin(fsdp_version=2))
-    prepared_plugin = acc_plugin.prepare(copy.deepcopy(model))
+    prepared_plugin = prepare_model_and_optimizer(acc_plugin)
 plugin_type = str(acc_plugin.distributed_type).split(".")[-1]
 plugin_wrapper, plugin_share = type(prepared_plugin).__name__, share_held(prepared_plugin)
 
@@ -111,13 +122,31 @@ AcceleratorState._reset_state(reset_partial_state=False)
 Accelerator()  # leave the plain state behind, as we found it
 
 # --- control: torch's FSDP2 on the same CPU ranks does shard ------------------------------------------
-torch_messages = []
+torch_messages, torch_error = [], None
+cpu_mesh = init_device_mesh("cpu", (world,))
+backend = dist.get_backend(cpu_mesh.get_group())  # the process group fully_shard communicates over
 with messages_about_fsdp(torch_messages):
     torch_fsdp = copy.deepcopy(model)
-    fully_shard(torch_fsdp, mesh=init_device_mesh("cpu", (world,)))
+    try:
+        fully_shard(torch_fsdp, mesh=cpu_mesh)
+    except Exception as error:  # noqa: BLE001  a refusal is what the gloo claim would measure
+        torch_error = f"{type(error).__name__}: {error}"
+torch_result = [torch_error or type(torch_fsdp).__name__, None if torch_error else round(share_held(torch_fsdp), 3)]
 # the same four measurements: the ranks' distributed type, the wrapper, the share held, FSDP messages
-control = [str(accelerator.distributed_type).split(".")[-1], type(torch_fsdp).__name__,
-           round(share_held(torch_fsdp), 3), len(torch_messages)]  # fmt: skip
+control = [str(accelerator.distributed_type).split(".")[-1], *torch_result, len(torch_messages)]
+
+# --- the launcher refuses --cpu together with --use_fsdp -----------------------------------------------
+def launcher_refuses(argv):
+    """The error accelerate launch's own validation raises for these flags, or None if it accepts them."""
+    try:
+        _validate_launch_command(launch_command_parser().parse_args(argv))
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+fsdp_argv = ["--use_fsdp", "--fsdp_version", "2", "--num_processes", str(world), "train.py"]
+refused_with_cpu, refused_without_cpu = launcher_refuses(["--cpu", *fsdp_argv]), launcher_refuses(fsdp_argv)
 
 _claims.equal(
     "fsdp2_request_runs_as_ddp_on_cpu",
@@ -145,4 +174,19 @@ _claims.equal(
     launcher_sync_module_states=env_v1.get("FSDP_SYNC_MODULE_STATES"),
     launcher_cpu_ram_efficient_loading=env_v1.get("FSDP_CPU_RAM_EFFICIENT_LOADING"),
     error_without_sync=error_v1_no_sync,
+)
+_claims.equal(
+    "torch_fully_shard_shards_on_gloo",
+    measured=[backend, *torch_result],  # torch's fully_shard on a CPU mesh whose process group is gloo
+    control=[backend, type(model).__name__, round(share_held(model), 3)],  # the same model, fully_shard not called
+    expected=["gloo", "FSDPSequential", 0.5],
+    error=torch_error,
+)
+_claims.equal(
+    "launcher_refuses_cpu_with_fsdp",
+    measured=refused_with_cpu is not None and "You can only use one of" in refused_with_cpu,
+    control=refused_without_cpu is not None and "You can only use one of" in refused_without_cpu,  # no --cpu
+    expected=True,
+    error=refused_with_cpu,
+    error_without_cpu=refused_without_cpu,
 )

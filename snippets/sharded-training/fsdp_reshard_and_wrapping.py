@@ -2,7 +2,8 @@
 #   reshard_after_forward=True  (FULL_SHARD, ZeRO-3): parameters freed after forward, all-gathered again
 #                                in backward: 2 all-gathers per unit per step
 #   reshard_after_forward=False (SHARD_GRAD_OP, ZeRO-2-like): unsharded parameters kept from forward to
-#                                backward: 1 all-gather per unit per step, more memory between them
+#                                backward: 1 all-gather per unit per step, more memory between them;
+#                                after backward they are resharded (between steps only shards are held)
 #   wrapping: fully_shard on each block, then the root: only one block is unsharded at a time;
 #             fully_shard on the root alone: the whole model is unsharded during forward
 #   HSDP (HYBRID_SHARD): a 2-D mesh (replicate, shard); with a shard group of 1 it is plain replication
@@ -66,7 +67,7 @@ def build(per_block=True, reshard_after_forward=True, mp_policy=None, fsdp_mesh=
 
 
 def step_and_watch(net):
-    """One step; returns all-gathers, peak unsharded elements seen inside forward, and after forward."""
+    """One step; returns all-gathers, peak unsharded elements seen inside forward, after forward, after backward."""
     counts, peak = Counter(), [0]
     # a pre-hook registered after fully_shard runs after FSDP's own (prepended) all-gather hook
     hooks = [block.register_forward_pre_hook(lambda *_: peak.append(unsharded_elements(net))) for block in net]
@@ -74,14 +75,15 @@ def step_and_watch(net):
         loss = torch.nn.functional.mse_loss(net(x), y)
         after_forward = unsharded_elements(net)
         loss.backward()
+        after_backward = unsharded_elements(net)  # the step's end: what the parameters are between steps
     for hook in hooks:
         hook.remove()
-    return counts["all_gather"], max(peak), after_forward
+    return counts["all_gather"], max(peak), after_forward, after_backward
 
 
-gathers_reshard, peak_reshard, after_reshard = step_and_watch(build(reshard_after_forward=True))
-gathers_keep, peak_keep, after_keep = step_and_watch(build(reshard_after_forward=False))
-gathers_root, peak_root, after_root = step_and_watch(build(per_block=False, reshard_after_forward=True))
+gathers_reshard, peak_reshard, after_reshard, _ = step_and_watch(build(reshard_after_forward=True))
+gathers_keep, peak_keep, after_keep, after_backward_keep = step_and_watch(build(reshard_after_forward=False))
+gathers_root, peak_root, after_root, _ = step_and_watch(build(per_block=False, reshard_after_forward=True))
 units = len(model)
 
 _claims.equal(
@@ -98,6 +100,14 @@ _claims.at_most(
     control=after_keep / total_elements,  # reshard_after_forward=False keeps them all
     tolerance=0.0,
     unsharded_after_forward_keep=after_keep,
+    total_elements=total_elements,
+)
+_claims.at_most(
+    "shard_grad_op_reshards_after_backward",
+    measured=after_backward_keep / total_elements,  # reshard_after_forward=False, once backward has ended
+    control=after_keep / total_elements,  # the same run before backward: gathered, not yet resharded
+    tolerance=0.0,
+    unsharded_after_backward=after_backward_keep,
     total_elements=total_elements,
 )
 _claims.at_most(
