@@ -170,7 +170,14 @@ def test_every_wrong_answer_shows_its_world_or_says_why_no_library_bug_makes_it(
     `<!-- no mutant: reason -->` (a misreading of the user's own code, hardware, or advice)."""
     named = {name for proof in page.proofs for claim in proof.claims.values() for name in claim.breaks_when}
     problems = []
-    for heading, body in wrong_answers(page.path.read_text(encoding="utf-8")):
+    text = page.path.read_text(encoding="utf-8")
+    section = WRONG_ANSWERS.search(text)
+    if section:
+        # a wrong answer written as a list item, not as its own `###` entry, would escape the check below
+        before_first_entry = re.split(r"(?m)^### ", section.group(1))[0]
+        if not wrong_answers(text) or re.search(r"(?m)^[*-] ", before_first_entry):
+            problems.append("Common wrong answers: each wrong answer must be its own `### \"...\"` entry, not a list item")
+    for heading, body in wrong_answers(text):
         markers = [match.group(2) for match in MUTANT_MARKER.finditer(body)]
         problems += [f"{heading}: mutant {name!r} breaks no claim of this page" for name in markers if name not in named]
         if not markers and not NO_MUTANT.search(body):
