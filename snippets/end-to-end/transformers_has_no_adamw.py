@@ -1,5 +1,6 @@
 # The handout imports AdamW from transformers. transformers deprecated its own AdamW for years and removed
-# it (pull request #36177); with transformers 5.x the import fails, and torch.optim.AdamW is the one to use.
+# it (pull request #36177); with the installed transformers 5.24.0 the import fails (measured only there), and
+# torch.optim.AdamW is the one to use.
 #   Measured: `from transformers import AdamW` on every process, then building the optimizer with it.
 #   Negative control: the same two lines with torch.optim's AdamW.
 #
