@@ -6,7 +6,8 @@
 #                     types. The same with Accelerator(fsdp_plugin=FullyShardedDataParallelPlugin(...)).
 #   --fsdp_version 1: FullyShardedDataParallelPlugin() raises, because the launcher defaults
 #                     FSDP_SYNC_MODULE_STATES=true and that needs a CUDA/XPU/... device.
-#   torch's own fully_shard on the same ranks shards over the gloo process group (FSDP does not need NCCL).
+#   torch's own fully_shard on the same ranks shards over the gloo process group, and one forward and backward
+#   through it gives the plain model's output and gradients (FSDP does not need NCCL).
 #   --cpu --use_fsdp:  the launcher's own validation refuses the combination (ValueError).
 # Negative controls: torch's own fully_shard on the same two CPU ranks (FSDPSequential, half the
 # parameters each); the version-1 environment with FSDP_SYNC_MODULE_STATES and
@@ -132,6 +133,29 @@ with messages_about_fsdp(torch_messages):
     except Exception as error:  # noqa: BLE001  a refusal is what the gloo claim would measure
         torch_error = f"{type(error).__name__}: {error}"
 torch_result = [torch_error or type(torch_fsdp).__name__, None if torch_error else round(share_held(torch_fsdp), 3)]
+
+
+def step_matches_plain(net):
+    """One forward and backward of `net` on a fixed batch: output and full gradients equal the plain model's?
+
+    Each FSDP rank holds half the parameters, so a right output needs the all-gather, and a right gradient
+    the reduce-scatter, over the mesh's process group (gloo here)."""
+    x = torch.randn(8, 32, generator=torch.Generator().manual_seed(0))
+    plain = copy.deepcopy(model)  # the reference: the whole model FSDP holds (ranks' `model` inits may differ)
+    with torch.no_grad():
+        for q, p in zip(plain.parameters(), net.parameters()):
+            q.copy_(p.full_tensor() if isinstance(p, DTensor) else p)
+    plain_out = plain(x)
+    plain_out.sum().backward()
+    out = net(x)
+    out.sum().backward()
+    full = [p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad for p in net.parameters()]
+    return torch.allclose(out, plain_out, atol=1e-6) and all(
+        torch.allclose(g, q.grad, atol=1e-6) for g, q in zip(full, plain.parameters())
+    )
+
+
+torch_step = None if torch_error else step_matches_plain(torch_fsdp)
 # the same four measurements: the ranks' distributed type, the wrapper, the share held, FSDP messages
 control = [str(accelerator.distributed_type).split(".")[-1], *torch_result, len(torch_messages)]
 
@@ -177,9 +201,10 @@ _claims.equal(
 )
 _claims.equal(
     "torch_fully_shard_shards_on_gloo",
-    measured=[backend, *torch_result],  # torch's fully_shard on a CPU mesh whose process group is gloo
-    control=[backend, type(model).__name__, round(share_held(model), 3)],  # the same model, fully_shard not called
-    expected=["gloo", "FSDPSequential", 0.5],
+    measured=[backend, *torch_result, torch_step],  # torch's fully_shard on a CPU mesh whose process group is gloo
+    # the same model, fully_shard not called (its step is the plain model's own)
+    control=[backend, type(model).__name__, round(share_held(model), 3), step_matches_plain(copy.deepcopy(model))],
+    expected=["gloo", "FSDPSequential", 0.5, True],
     error=torch_error,
 )
 _claims.equal(

@@ -9,10 +9,10 @@
 #   2. _prepare_deepspeed fills "auto" from the DataLoaders passed with the model (the smaller batch
 #      size, 8, of a train loader of 8 and an eval loader of 12), 4 accumulation steps and 2 processes.
 #   3. An explicit micro batch (16) in the user's config is kept, and its "auto" train batch follows it.
-#   4. The ZeRO stage: zero_stage=3, or "stage": 3 in the user's config, against the stage given nowhere
-#      (no argument, or "auto" in the config): then the plugin's default, 2.
+#   4. The ZeRO stage given nowhere (no argument, or "auto" in the config) is the plugin's default, 2,
+#      against zero_stage=3 or "stage": 3 in the user's config, which give 3.
 # Negative controls: a user config (hf_ds_config) with an explicit micro batch instead of "auto"; the
-# same entries before _prepare_deepspeed filled them; the stage given nowhere.
+# same entries before _prepare_deepspeed filled them; the stage given (3) instead of left to the default.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/deepspeed_plugin_auto_values.py
 import copy
@@ -145,13 +145,14 @@ _claims.equal(
 )
 _claims.equal(
     "zero_stage_from_plugin_or_config",
-    # [the plugin's stage, the stage of the config the plugin carries] for: zero_stage=3 / a config with 3
-    measured=[stage3_by_argument.zero_stage, stage3_by_argument.deepspeed_config["zero_optimization"]["stage"],
-              user.zero_stage, user.hf_ds_config.is_zero3()],  # fmt: skip
-    # the same, with the stage given nowhere: no argument / "stage": "auto" in the config
-    control=[no_stage_given.zero_stage, no_stage_given.deepspeed_config["zero_optimization"]["stage"],
-             config_stage_auto.zero_stage, config_stage_auto.hf_ds_config.is_zero3()],  # fmt: skip
-    expected=[3, 3, 3, True],
+    # the stage given nowhere: [the plugin's stage, the stage of the config it carries] with no argument;
+    # [the plugin's stage, is_zero3()] for a user config whose stage is "auto"
+    measured=[no_stage_given.zero_stage, no_stage_given.deepspeed_config["zero_optimization"]["stage"],
+              config_stage_auto.zero_stage, config_stage_auto.hf_ds_config.is_zero3()],  # fmt: skip
+    # the same with the stage given (the default not used): zero_stage=3 / a user config with stage 3
+    control=[stage3_by_argument.zero_stage, stage3_by_argument.deepspeed_config["zero_optimization"]["stage"],
+             user.zero_stage, user.hf_ds_config.is_zero3()],  # fmt: skip
+    expected=[2, 2, 2, False],
     stage_given_nowhere=no_stage_given.zero_stage,
     auto_stage_in_config_becomes=config_stage_auto.deepspeed_config["zero_optimization"]["stage"],
     user_gradient_accumulation_steps=user_after["gradient_accumulation_steps"],

@@ -3,7 +3,8 @@
 #                                in backward: 2 all-gathers per unit per step
 #   reshard_after_forward=False (SHARD_GRAD_OP, ZeRO-2-like): unsharded parameters kept from forward to
 #                                backward: 1 all-gather per unit per step, more memory between them;
-#                                after backward they are resharded (between steps only shards are held)
+#                                after backward they are resharded (between steps only shards are held;
+#                                control: the same run with set_reshard_after_backward(False))
 #   wrapping: fully_shard on each block, then the root: only one block is unsharded at a time;
 #             fully_shard on the root alone: the whole model is unsharded during forward
 #   HSDP (HYBRID_SHARD): a 2-D mesh (replicate, shard); with a shard group of 1 it is plain replication
@@ -84,6 +85,10 @@ def step_and_watch(net):
 gathers_reshard, peak_reshard, after_reshard, _ = step_and_watch(build(reshard_after_forward=True))
 gathers_keep, peak_keep, after_keep, after_backward_keep = step_and_watch(build(reshard_after_forward=False))
 gathers_root, peak_root, after_root, _ = step_and_watch(build(per_block=False, reshard_after_forward=True))
+# the same SHARD_GRAD_OP run with the post-backward reshard switched off (FSDP2's public setting)
+kept_after_backward = build(reshard_after_forward=False)
+kept_after_backward.set_reshard_after_backward(False)
+_, _, _, after_backward_no_reshard = step_and_watch(kept_after_backward)
 units = len(model)
 
 _claims.equal(
@@ -105,9 +110,10 @@ _claims.at_most(
 _claims.at_most(
     "shard_grad_op_reshards_after_backward",
     measured=after_backward_keep / total_elements,  # reshard_after_forward=False, once backward has ended
-    control=after_keep / total_elements,  # the same run before backward: gathered, not yet resharded
+    control=after_backward_no_reshard / total_elements,  # the same run, set_reshard_after_backward(False)
     tolerance=0.0,
     unsharded_after_backward=after_backward_keep,
+    unsharded_after_forward=after_keep,  # between forward and backward the parameters are gathered
     total_elements=total_elements,
 )
 _claims.at_most(
