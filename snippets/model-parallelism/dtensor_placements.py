@@ -1,6 +1,7 @@
 # DTensor placements, measured: Shard(0) keeps 1/N of the rows on each rank; redistributing Shard(0)
-# to Replicate runs one all-gather; a Partial value (each rank holds a term of a sum) becomes
-# Replicate through one all-reduce. Counted with torch's CommDebugMode. Negative controls: a
+# to Replicate runs one all-gather (counted with torch's CommDebugMode); a Partial value (each rank
+# holds a term of a sum) redistributed to Replicate is the sum on every rank (the all-reduces are
+# counted beside it, not judged). Negative controls: a
 # Replicate placement of the same tensor, a Replicate-to-Replicate redistribute, and the same local
 # values declared Replicate instead of Partial.
 #
@@ -51,11 +52,14 @@ _claims.equal(
 
 term = torch.tensor([float(rank + 1)], device=accelerator.device)  # rank r holds the term r + 1
 expected_sum = float(sum(r + 1 for r in range(world)))
-as_partial = DTensor.from_local(term, mesh, [Partial()]).redistribute(mesh, [Replicate()]).to_local()
+with CommDebugMode() as reduce_comms:
+    as_partial = DTensor.from_local(term, mesh, [Partial()]).redistribute(mesh, [Replicate()]).to_local()
 as_replicate = DTensor.from_local(term, mesh, [Replicate()]).redistribute(mesh, [Replicate()]).to_local()
 _claims.equal(
     "partial_to_replicate_sums_the_terms",
     measured=abs(as_partial.item() - expected_sum),
     control=abs(as_replicate.item() - expected_sum),
     expected=0.0,
+    summed=as_partial.item(),
+    all_reduces=sum(n for op, n in reduce_comms.get_comm_counts().items() if "all_reduce" in str(op)),
 )
