@@ -250,3 +250,20 @@ def accelerator_accepts_even_batches(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(Accelerator, "__init__", init)
+
+
+@mutant(
+    "notebook-launcher-sets-accelerate-mixed-precision",
+    "notebook_launcher passes its mixed_precision to the workers as ACCELERATE_MIXED_PRECISION, the variable "
+    "AcceleratorState reads (not as MIXED_PRECISION)",
+)
+def notebook_launcher_sets_accelerate_mixed_precision(patch):
+    import accelerate.launchers
+
+    def patch_environment(original, **kwargs):
+        if "mixed_precision" in kwargs:
+            patch.ran()
+            kwargs["accelerate_mixed_precision"] = kwargs.pop("mixed_precision")
+        return original(**kwargs)
+
+    patch.wrap(accelerate.launchers, "patch_environment", patch_environment)
