@@ -115,15 +115,17 @@ if accelerator.is_main_process:
     keywords = documented_keywords()  # {'num_processes': 2, 'mixed_precision': 'fp16'}
     documented_error, documented = launch(keywords, {})
     control_error, control = launch(keywords, {"ACCELERATE_MIXED_PRECISION": keywords["mixed_precision"]})
-    precisions = lambda workers: sorted(w["mixed_precision"] for w in workers)  # noqa: E731
+    # Per worker, all judged: [Accelerator().mixed_precision, MIXED_PRECISION, ACCELERATE_MIXED_PRECISION].
+    seen = lambda workers: sorted(  # noqa: E731
+        ([w["mixed_precision"], w["MIXED_PRECISION"], w["ACCELERATE_MIXED_PRECISION"]] for w in workers), key=json.dumps
+    )
     _claims.equal(
         "notebook_launcher_mixed_precision_ignored",
-        measured=precisions(documented),
-        control=precisions(control),  # control: the same launch with ACCELERATE_MIXED_PRECISION exported
-        expected=["no"] * keywords["num_processes"],
+        measured=seen(documented),
+        control=seen(control),  # control: the same launch with ACCELERATE_MIXED_PRECISION exported
+        expected=[["no", keywords["mixed_precision"], None]] * keywords["num_processes"],
         documented_keywords=keywords,
         worlds=sorted([w["type"], w["num_processes"]] for w in documented),
-        workers_environment=[{k: w[k] for k in ("MIXED_PRECISION", "ACCELERATE_MIXED_PRECISION")} for w in documented],
         errors=[documented_error, control_error],
     )
 accelerator.wait_for_everyone()
