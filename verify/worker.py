@@ -121,6 +121,8 @@ class FreshProcess:
         self.default_dtype = torch.get_default_dtype()
         self.num_threads = torch.get_num_threads()
         self.deterministic = torch.are_deterministic_algorithms_enabled()
+        # torch.distributed.run renames the thread that calls it ("pt_elastic"); a proof reads process names
+        self.thread_name = torch.multiprocessing._get_thread_name()
 
     def restore(self):
         os.environ.clear()
@@ -138,6 +140,7 @@ class FreshProcess:
         torch.set_default_dtype(self.default_dtype)
         torch.set_num_threads(self.num_threads)
         torch.use_deterministic_algorithms(self.deterministic)
+        torch.multiprocessing._set_thread_name(self.thread_name)
         AcceleratorState._reset_state(reset_partial_state=True)
         if hasattr(GradientState, "_reset_state"):
             GradientState._reset_state()
