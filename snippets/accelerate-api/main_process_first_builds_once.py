@@ -30,7 +30,7 @@ from accelerate.state import AcceleratorState
 
 import _claims
 
-BUILD_S = 0.5  # the expensive preparation (download, tokenisation) stands in as a sleep
+BUILD_S = 0.25  # the expensive preparation (download, tokenisation) stands in as a sleep
 
 accelerator = Accelerator()
 

@@ -18,7 +18,7 @@
 #      Negative control: the same step over the DataLoader not prepared (not sharded): every process
 #      gets samples 0-3, and the logged loss is the mean of everything the step saw (1.5 and 1.5).
 #   4. with accelerator.main_process_first(): the main process runs the block alone, the others enter
-#      after it has left, so a cache it builds is built once, by the main process. "Building" takes 1 s,
+#      after it has left, so a cache it builds is built once, by the main process. "Building" takes 0.4 s,
 #      or less once every other process is building it too (so that the control does not depend on who
 #      arrives first).
 #      Negative control: the same block without main_process_first (every process finds no cache and
@@ -194,10 +194,10 @@ def build_cache(folder, first):
     with accelerator.main_process_first() if first else contextlib.nullcontext():
         built = not os.path.exists(cache)
         if built:
-            # Tokenising takes a while: 1 s at most, or until every other process is building it too.
+            # Tokenising takes a while: 0.4 s at most, or until every other process is building it too.
             open(building.format(accelerator.process_index), "w").close()
             others = [building.format(r) for r in range(accelerator.num_processes) if r != accelerator.process_index]
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + 0.4
             while time.monotonic() < deadline and not all(map(os.path.exists, others)):
                 time.sleep(0.005)
             with open(cache, "w") as out:

@@ -32,7 +32,7 @@ import _claims
 SHORT = datetime.timedelta(seconds=1)
 HARD_DEADLINE_S = 60  # no child outlives this, whatever happens
 BUILD_S = 20.0  # rank 0 waits this long at most for both pairs to build their groups (~0.5 s)
-FIRE_S = 4.0  # after the short pair's group is built, its 1-s timeout gets this long to fire
+FIRE_S = 2.0  # after the short pair's group is built, its 1-s timeout gets this long to fire
 CONTROL_EXTRA_S = 1.0  # the control pair keeps waiting this long after the short one fired, and at least
 # SHORT + CONTROL_EXTRA_S after its own group was built: twice the short timeout
 
