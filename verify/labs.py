@@ -256,6 +256,24 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
     return SnippetRun(proof.name, str(proof.path), "finished", ranks, None, seconds, info)
 
 
+def run_lab_retrying_a_stuck_kernel(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR,
+                                     mutant: mutation.Mutant | None = None) -> SnippetRun:  # fmt: skip
+    """run_lab, and once more in a fresh kernel when the first kernel hung or died (not when a cell raised).
+
+    notebook_launcher forks its workers from a kernel that has threads of its own; rarely (twice among this
+    machine's full runs on 2026-12-01) a launch never returned and the lab ran into its deadline. A second,
+    fresh kernel tells such a one-off from a lab or a mutant that really hangs: that one hangs again and is
+    reported as before. The run's launch record (`first_try`) keeps what the first kernel met."""
+    run = run_lab(proof, work_dir, executed_dir, mutant)
+    stuck = run.status == "hung" or (run.status == "crashed" and "the kernel died" in (run.problem or ""))
+    if not stuck or reaper.stopping.is_set():
+        return run
+    first_problem = run.problem
+    run = run_lab(proof, work_dir.with_name(work_dir.name + "@retry"), executed_dir, mutant)
+    run.launch["first_try"] = first_problem
+    return run
+
+
 def verify_labs(
     proofs: list[LabProof], work_dir: Path, evidence_dir: Path | None = evidence.EVIDENCE_DIR,
     executed_dir: Path | None = EXECUTED_DIR, reuse_evidence: bool = False, mutants: bool = False,
@@ -273,7 +291,7 @@ def verify_labs(
             results.verdicts.update({(proof.page, proof.snippet, verdict.claim): verdict for verdict in reused})
             results.mutants.update({(proof.page, proof.snippet, v.mutant): v for v in reused_mutants.values()})
             continue
-        run = run_lab(proof, work_dir / proof.name, executed_dir)
+        run = run_lab_retrying_a_stuck_kernel(proof, work_dir / proof.name, executed_dir)
         proof_verdicts = judge(proof, run, settings)
         mutant_verdicts = []
         if mutants:
@@ -286,7 +304,7 @@ def verify_labs(
                                                          f"lab {proof.snippet}: no snippets/*/_mutants.py defines "
                                                          f"a mutant named {name!r}", [], {}))  # fmt: skip
                     continue
-                mutant_run = run_lab(proof, work_dir / f"{proof.name}@{name}", None, known[name])
+                mutant_run = run_lab_retrying_a_stuck_kernel(proof, work_dir / f"{proof.name}@{name}", None, known[name])
                 mutant_verdicts.append(judge_mutant(proof, known[name], mutant_run, settings))
         if evidence_dir is not None and not reaper.stopping.is_set():
             record = evidence.record(proof, run, proof_verdicts, settings, mutant_verdicts if mutants else None,
