@@ -84,7 +84,24 @@ def self_contained(snippet: str, snippets_dir: Path = SNIPPETS_DIR) -> str:
     for name, source in helpers:
         head += [f"_inline_module({name!r}, {literal(source)})", ""]
     head += ["del _inline_module, _sys, _types", f"# --- snippets/{relative} ---", ""]
-    return "\n".join(head) + code
+    return "\n".join(head) + code.rstrip("\n") + "\n" + STANDALONE_ENDING
+
+
+# The harness's ranks leave the process group together and skip torch's C++ teardown (verify/worker.py),
+# which sometimes aborts a rank (SIGABRT) at interpreter exit after all work is done; a download does too.
+STANDALONE_ENDING = """
+# --- added to the download: leave together, as the harness's ranks do (torch's teardown at exit can abort) ---
+import os as _os
+import sys as _sys
+import torch.distributed as _dist
+
+if _dist.is_initialized():
+    _dist.barrier()
+    _dist.destroy_process_group()
+_sys.stdout.flush()
+_sys.stderr.flush()
+_os._exit(0)
+"""
 
 
 def all_files(proofs, labs_dir: Path | None = None, snippets_dir: Path = SNIPPETS_DIR) -> dict[str, str]:
