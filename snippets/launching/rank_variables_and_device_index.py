@@ -80,9 +80,6 @@ HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)  # the 
 
 def argv_of_a_worker_started_by_torch_distributed_launch():
     saved_env, saved_handlers = dict(os.environ), {s: signal.getsignal(s) for s in HANDLED}
-    # torch.distributed.run renames the calling thread "pt_elastic"; left so, the proofs that run next in
-    # this process would take it for torch elastic's agent
-    saved_thread_name = torch.multiprocessing._get_thread_name()
     try:
         with tempfile.TemporaryDirectory() as scratch:
             script, out = os.path.join(scratch, "train.py"), os.path.join(scratch, "argv.json")
@@ -100,7 +97,6 @@ def argv_of_a_worker_started_by_torch_distributed_launch():
         os.environ.update(saved_env)
         for s, handler in saved_handlers.items():
             signal.signal(s, handler)
-        torch.multiprocessing._set_thread_name(saved_thread_name)
 
 
 own_args = psutil.Process().cmdline()
