@@ -235,3 +235,26 @@ def save_state_only_on_main_process(patch):
         return original(output_dir, *args, **kwargs)
 
     patch.wrap(accelerator_module, "save_accelerator_state", save_accelerator_state)
+
+
+@mutant("blocking-collectives-wait-in-python",
+        "a blocking all_reduce or barrier waits for its work in Python, so Ctrl-C interrupts it at once")
+def blocking_collectives_wait_in_python(patch):
+    import time
+
+    import torch.distributed as dist
+
+    mark = _reached_in_forked_children(patch)
+
+    def waiting_in_python(original):
+        def collective(*args, async_op=False, **kwargs):
+            if async_op:
+                return original(*args, async_op=True, **kwargs)
+            mark()
+            work = original(*args, async_op=True, **kwargs)
+            while not work.is_completed():
+                time.sleep(0.01)
+        return _Callable(collective)
+
+    patch.replace(dist, "all_reduce", waiting_in_python(dist.all_reduce))
+    patch.replace(dist, "barrier", waiting_in_python(dist.barrier))

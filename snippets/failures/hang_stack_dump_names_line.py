@@ -8,6 +8,9 @@
 # cause of the hang removed (both ranks get 2 batches): nothing is stuck, so no dump names a stuck line;
 # the same loop without DETAIL (no error: it hangs silently until killed). A fourth pair without
 # faulthandler shows what SIGUSR1 does to a process that did not register it (details only).
+# Ctrl-C: a fifth pair gets SIGINT while stuck in the blocking collective and raises no
+# KeyboardInterrupt; its control is the same loop waiting for each collective in Python
+# (async_op=True, polling is_completed), which raises it at once.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/hang_stack_dump_names_line.py
 import faulthandler
@@ -18,6 +21,7 @@ import signal
 import socket
 import tempfile
 import time
+import traceback
 from datetime import timedelta
 
 import psutil
@@ -40,6 +44,19 @@ def training_loop(child_rank, uneven=True):
     dist.barrier()  # STUCK(rank 1)
 
 
+def wait_in_python(work):
+    while not work.is_completed():  # the interpreter runs between polls, so signal handlers can run
+        time.sleep(0.01)
+    work.wait()  # a collective that completed with an error raises it here
+
+
+def training_loop_waiting_in_python(child_rank):
+    """The same uneven loop; each collective is started with async_op=True and waited for in Python."""
+    for _ in range(3 if child_rank == 0 else 2):
+        wait_in_python(dist.all_reduce(torch.ones(4), async_op=True))
+    wait_in_python(dist.barrier(async_op=True))
+
+
 source, first = inspect.getsourcelines(training_loop)
 STUCK_LINE = {r: first + next(i for i, line in enumerate(source) if f"STUCK(rank {r})" in line) for r in (0, 1)}
 
@@ -49,6 +66,7 @@ def child_main(child_rank, port, scenario, dump_path, results):
     log = os.open(dump_path + ".log", os.O_WRONLY | os.O_CREAT)
     os.dup2(log, 1), os.dup2(log, 2)  # C++ messages (gloo, c10d) go to this child's log file
     faulthandler.unregister(signal.SIGUSR1)  # a fork keeps the parent's handlers; start as a plain script
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C raises KeyboardInterrupt, as in a script
     if scenario in ("dump", "balanced"):
         # THE TOOL: on SIGUSR1, write every thread's Python stack to this file (py-spy dump does the
         # same from outside, without any code in the process)
@@ -61,10 +79,17 @@ def child_main(child_rank, port, scenario, dump_path, results):
     try:
         store = dist.TCPStore("127.0.0.1", port, 2, is_master=child_rank == 0, timeout=timedelta(seconds=30))
         dist.init_process_group("gloo", store=store, rank=child_rank, world_size=2, timeout=timedelta(seconds=60))
-        training_loop(child_rank, uneven=scenario != "balanced")
+        if scenario == "ctrl_c_polling":
+            training_loop_waiting_in_python(child_rank)
+        else:
+            training_loop(child_rank, uneven=scenario != "balanced")
+    except KeyboardInterrupt:
+        outcome = "KeyboardInterrupt at " + traceback.format_exc().strip().splitlines()[-3].strip()
     except Exception as error:  # noqa: BLE001  the message is the evidence
         outcome = f"error: {error}"
     results.send(outcome)
+    if scenario.startswith("ctrl_c"):  # stay until killed: an exiting child would end its partner's collective
+        time.sleep(60)
     os._exit(0)
 
 
@@ -81,7 +106,7 @@ def answer(pipe):
         return "no answer"
 
 
-SCENARIOS = ("dump", "balanced", "no_dump", "detail")
+SCENARIOS = ("dump", "balanced", "no_dump", "detail", "ctrl_c", "ctrl_c_polling")
 ports = [{name: free_port() for name in SCENARIOS}]
 dist.broadcast_object_list(ports, src=0)  # both launched ranks use rank 0's ports
 
@@ -103,10 +128,18 @@ with tempfile.TemporaryDirectory() as tmp:
         for name in ("dump", "balanced", "no_dump"):  # what you would do by hand: kill -USR1 <pid>
             if children[name].is_alive():
                 os.kill(children[name].pid, signal.SIGUSR1)
-        wait_until = time.monotonic() + 1.0
+        for name in ("ctrl_c", "ctrl_c_polling"):  # what Ctrl-C in the terminal does to each process
+            if children[name].is_alive():
+                os.kill(children[name].pid, signal.SIGINT)
+        signalled = time.monotonic()
+        wait_until = signalled + 1.0
         while time.monotonic() < wait_until and not (os.path.exists(dumps["dump"]) and os.path.getsize(dumps["dump"])):
             time.sleep(0.02)
         time.sleep(0.1)  # let faulthandler finish writing
+        # Answered within the second after Ctrl-C, while its partner is still stuck too (killing a
+        # partner would end the collective with an error and let a pending KeyboardInterrupt through)
+        early = {name: pipes[name].recv() for name in ("ctrl_c", "ctrl_c_polling") if pipes[name].poll(max(0.0, wait_until - time.monotonic()))}
+        interrupted = {name: early.get(name, "").startswith("KeyboardInterrupt") for name in ("ctrl_c", "ctrl_c_polling")}
         # Both launched ranks have their dumps before either kills: a killed child frees its partner.
         dist.barrier()
     finally:
@@ -117,7 +150,7 @@ with tempfile.TemporaryDirectory() as tmp:
     left_behind = len(psutil.Process().children(recursive=True))
     read = lambda path: open(path).read() if os.path.exists(path) else ""  # noqa: E731
     dump, balanced_dump, no_dump = read(dumps["dump"]), read(dumps["balanced"]), read(dumps["no_dump"])
-    outcome = {name: answer(pipes[name]) for name in SCENARIOS}
+    outcome = {name: early[name] if name in early else answer(pipes[name]) for name in SCENARIOS}
     exit_codes = {name: child.exitcode for name, child in children.items()}
 elapsed = time.perf_counter() - started
 
@@ -152,4 +185,12 @@ _claims.equal(
     # decodes the other rank's one-element length tensor as if it were a fingerprint
     other_rank_as_reported=outcome["detail"].split("but Rank")[-1][:120] if "but Rank" in outcome["detail"] else "",
     without_detail=outcome["dump"],
+)
+_claims.equal(
+    "ctrl_c_does_not_interrupt_a_blocking_collective",
+    measured=int(interrupted["ctrl_c"]),  # this rank's child, stuck in the blocking gloo call
+    control=int(interrupted["ctrl_c_polling"]),  # the same loop waiting in Python
+    expected=0,
+    blocked_child_outcome=outcome["ctrl_c"][:200],  # "no answer": still blocked when killed
+    polling_child_outcome=outcome["ctrl_c_polling"][:200],
 )
