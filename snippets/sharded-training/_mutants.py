@@ -540,3 +540,23 @@ def fsdp_shard_grad_op_keeps_params_after_backward(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(FSDPParamGroup, "post_backward", post_backward)
+
+
+@mutant(
+    "fsdp-keeps-full-gradient-until-step",
+    "FSDP2 reduce-scatters each unit's gradient in backward but keeps the full unsharded gradient alive "
+    "until the optimizer step",
+)
+def fsdp_keeps_full_gradient_until_step(patch):
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+
+    def post_backward(original, self, *args, **kwargs):
+        if self.reduce_grads:
+            self._full_gradients_kept = [  # still referenced, so never freed before the step
+                fsdp_param._unsharded_param.grad
+                for fsdp_param in self.fsdp_params
+                if hasattr(fsdp_param, "_unsharded_param") and fsdp_param._unsharded_param.grad is not None
+            ]
+        return original(self, *args, **kwargs)
+
+    patch.wrap(FSDPParamGroup, "post_backward", post_backward)

@@ -8,13 +8,19 @@
 #           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's, and
 #           the share of the averaged gradient a rank holds is counted in what the reduce-scatter delivered
 #   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
+#   When ZeRO-2 frees the full gradient: FSDP2 with reshard_after_forward=False (torch's ZeRO-2-like
+#           setting), counting the bytes of every tensor the model and its FSDP state keep alive after
+#           backward, before the optimizer step
 # Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 gradient
 # share, the same step with an all-reduce in place of the reduce-scatter; for the ZeRO-2 step, the
 # same step with the reduce-scatter replaced by this rank's own gradient; for DDP's buckets, the same
-# DDP with gradient_as_bucket_view=True.
+# DDP with gradient_as_bucket_view=True; for when the full gradient is freed, the same FSDP2 model with
+# gradient sync turned off (no reduce-scatter in backward).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/zero_stages_bytes_per_rank.py
 import copy
+import gc
+import types
 
 import torch
 import torch.distributed as dist
@@ -22,7 +28,7 @@ from accelerate import Accelerator
 from accelerate.utils import set_seed
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FSDPModule, fully_shard
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -193,6 +199,43 @@ zero3_bytes = {
     "optimizer": state_bytes(zero3_adam),
 }
 
+
+
+# --- When does torch's ZeRO-2 (FSDP2, reshard_after_forward=False) free the full gradient? ---------
+def bytes_kept_alive(root):
+    """Storage bytes of every tensor `root` keeps alive: references walked from it (attributes,
+    containers, hooks and their closures), plus each tensor's .grad, which C++ holds, not a reference."""
+    seen, storages, todo = set(), {}, [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            if obj.grad is not None:
+                todo.append(obj.grad)
+            if type(obj) in (torch.Tensor, torch.nn.Parameter):  # a DTensor's bytes are its local tensor's
+                storages[obj.untyped_storage().data_ptr()] = obj.untyped_storage().nbytes()
+        todo.extend(gc.get_referents(obj))
+    return storages
+
+
+def gradient_bytes_after_backward(gradient_sync):
+    net = copy.deepcopy(model)
+    for layer in net:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh, reshard_after_forward=False)  # parameters stay gathered until backward
+    fully_shard(net, mesh=mesh, reshard_after_forward=False)
+    if isinstance(net, FSDPModule):  # a module fully_shard did not convert has no such switch
+        net.set_requires_gradient_sync(gradient_sync)  # False: no reduce-scatter in backward (FSDP2's no_sync)
+    before = bytes_kept_alive(net)
+    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    return sum(size for pointer, size in bytes_kept_alive(net).items() if pointer not in before)
+
+
+zero2_fsdp_grad_share = gradient_bytes_after_backward(gradient_sync=True) / full_copy["grads"]
+no_sync_grad_share = gradient_bytes_after_backward(gradient_sync=False) / full_copy["grads"]
+
 bytes_per_rank = {"ddp": ddp_bytes, "zero1": zero1_bytes, "zero2": zero2_bytes, "zero3": zero3_bytes}
 elements = sum(p.numel() for p in model.parameters())
 details = dict(bytes_per_rank=bytes_per_rank, rank=rank, model_elements=elements)
@@ -269,4 +312,11 @@ _claims.at_most(
     measured=(weights(zero2) - weights(ddp)).abs().max().item(),  # after the all-gather, vs DDP after its step
     control=(weights(zero2_alone) - weights(ddp)).abs().max().item(),  # no reduce-scatter: own gradient only
     tolerance=1e-6,  # the same sum and the same elementwise Adam: float rounding at most
+)
+_claims.between(
+    "fsdp_zero2_frees_unowned_gradient_in_backward",
+    measured=zero2_fsdp_grad_share,  # after backward, before the optimizer step
+    control=no_sync_grad_share,  # the same model with no reduce-scatter in backward
+    low=0.49,
+    high=0.51,
 )
