@@ -5,36 +5,25 @@
 #   2. the same with ACCELERATE_USE_CPU=true in the environment: one world of 2 processes on gloo.
 #   3. an Accelerator already created in the notebook's process: notebook_launcher refuses to start.
 # A Jupyter kernel is a process with torch and accelerate imported and no process group. Rank 0 of this
-# launch plays one per case: a forked child (torch already imported: no 5-s import) with Accelerate's
-# state and torch.distributed's world reset and the launcher's variables removed, which then calls
-# notebook_launcher, which forks the workers. Each child has a hard deadline and is killed in `finally`.
+# launch plays one per case (snippets/_notebook_kernel.py: a forked child that forgets the launch it came
+# from), which calls notebook_launcher, which forks the workers. Each kernel has a hard deadline.
 # Negative controls: each case is the control of the other (the environment variable is the mechanism);
 # for 3, the same call without the Accelerator created first.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/notebooks/notebook_launcher_cpu_trap.py
 import contextlib
-import gc
 import io
 import json
-import multiprocessing
 import os
 import pathlib
-import queue
-import socket
-import tempfile
-import time
 
-import psutil
 import torch.distributed as dist
 from accelerate import Accelerator, notebook_launcher
-from accelerate.state import AcceleratorState
-from torch.distributed import distributed_c10d
 
 import _claims
+from _notebook_kernel import free_port, run_cell
 
 HARD_DEADLINE_S = 90
-LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                      "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE")  # fmt: skip
 
 accelerator = Accelerator()
 
@@ -56,63 +45,30 @@ def train(results_dir):
     path.write_text(json.dumps(report))
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
+def notebook_cell(case):
+    """The cell notebook_launcher(train, num_processes=2), run in a fresh kernel; returns what it printed
+    and the error it raised."""
 
+    def cell(results_dir):
+        if case == "use_cpu":
+            os.environ["ACCELERATE_USE_CPU"] = "true"  # <- the one line that makes it work on CPU
+        printed, error = io.StringIO(), None
+        try:
+            if case == "accelerator_first":
+                Accelerator()  # a cell that created an Accelerator before the launch
+            with contextlib.redirect_stdout(printed):
+                notebook_launcher(train, args=(results_dir,), num_processes=2, use_port=free_port())
+        except BaseException as raised:  # noqa: BLE001
+            error = f"{type(raised).__name__}: {raised}"
+        return printed.getvalue(), error
 
-def kernel(case, results_dir, answers):
-    """A fresh notebook kernel's process, then one notebook cell: notebook_launcher(train, ...)."""
-    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it (SIGABRT seen)
-    inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
-    distributed_c10d._world = distributed_c10d._World()
-    AcceleratorState._reset_state(reset_partial_state=True)
-    for name in list(os.environ):
-        if name in LAUNCHER_VARIABLES or name.startswith(("TORCHELASTIC_", "ACCELERATE_", "PROOF_")):
-            del os.environ[name]
-    if case == "use_cpu":
-        os.environ["ACCELERATE_USE_CPU"] = "true"  # <- the one line that makes it work on CPU
-    printed, error = io.StringIO(), None
-    try:
-        if case == "accelerator_first":
-            Accelerator()  # a cell that created an Accelerator before the launch
-        with contextlib.redirect_stdout(printed):
-            notebook_launcher(train, args=(results_dir,), num_processes=2, use_port=free_port())
-    except BaseException as raised:  # noqa: BLE001
-        error = f"{type(raised).__name__}: {raised}"
-    finally:
-        answers.put((case, printed.getvalue(), error))
-        answers.close()
-        answers.join_thread()  # put() hands the item to a feeder thread: flush it before leaving
-        del inherited
-        os._exit(0)
+    return cell
 
 
 def run_case(case):
-    gc.collect()  # free the parent's garbage (a destroyed process group, say) in the parent, before forking
-    context = multiprocessing.get_context("fork")
-    answers = context.Queue()
-    with tempfile.TemporaryDirectory() as results_dir:
-        # not a daemon: a daemonic process may not start children, and notebook_launcher starts two
-        child = context.Process(target=kernel, args=(case, results_dir, answers))
-        started = time.monotonic()
-        try:
-            child.start()
-            _, printed, error = answers.get(timeout=HARD_DEADLINE_S)
-        except queue.Empty:
-            printed, error = "", f"no answer within {HARD_DEADLINE_S} s"
-        finally:
-            child.join(timeout=10)
-            if child.is_alive():  # kill the kernel and the workers notebook_launcher forked under it
-                tree = psutil.Process(child.pid).children(recursive=True) + [psutil.Process(child.pid)]
-                for process in tree:
-                    process.kill()
-                psutil.wait_procs(tree, timeout=5)
-                child.join(timeout=5)
-        workers = [json.loads(p.read_text()) for p in sorted(pathlib.Path(results_dir).glob("*.json"))]
-    return {"printed": printed.strip(), "error": error, "workers": workers,
-            "seconds": round(time.monotonic() - started, 2)}  # fmt: skip
+    answer, workers, seconds = run_cell(notebook_cell(case), HARD_DEADLINE_S)
+    printed, error = answer if isinstance(answer, tuple) else ("", answer)  # a string: the kernel never answered
+    return {"printed": printed.strip(), "error": error, "workers": workers, "seconds": seconds}
 
 
 if accelerator.is_main_process:

@@ -8,34 +8,24 @@
 #
 # The docstring's call is read from the installed library (inspect.getdoc) and run with its own keywords; only
 # the placeholder args become a results folder, and a free port is added. As on the notebooks page
-# (snippets/notebooks/notebook_launcher_cpu_trap.py), rank 0 plays a notebook kernel: a forked child with
-# Accelerate's state and torch.distributed's world reset and the launcher's variables removed, with
-# ACCELERATE_USE_CPU=true (this machine has no GPU), which calls notebook_launcher; it forks the 2 workers.
+# (snippets/notebooks/notebook_launcher_cpu_trap.py), rank 0 plays a notebook kernel (snippets/_notebook_kernel.py:
+# a forked child that forgets the launch it came from), with ACCELERATE_USE_CPU=true (this machine has no GPU),
+# which calls notebook_launcher; it forks the 2 workers.
 # Control: the same launch with ACCELERATE_MIXED_PRECISION set to the same value in the kernel's environment.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/official-docs/docstring_notebook_launcher.py
 import ast
-import gc
 import inspect
 import json
-import multiprocessing
 import os
 import pathlib
-import queue
-import socket
-import tempfile
 
-import psutil
 from accelerate import Accelerator, notebook_launcher
-from accelerate.state import AcceleratorState
-from torch.distributed import distributed_c10d
 
 import _claims
+from _notebook_kernel import free_port, run_cell
 
 HARD_DEADLINE_S = 60
-LAUNCHER_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                      "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE",
-                      "MIXED_PRECISION")  # fmt: skip
 
 accelerator = Accelerator()
 
@@ -58,56 +48,16 @@ def train(results_dir):
     pathlib.Path(results_dir, f"{os.getpid()}.json").write_text(json.dumps(report))
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
-def kernel(keywords, exported, results_dir, answers):
-    """A notebook kernel's process, then the cell notebook_launcher(train, ...) with the docstring's keywords."""
-    gc.disable()  # never collect the parent's garbage here: freeing a torch process group in a forked child can abort it
-    inherited = distributed_c10d._world  # the harness's group, copied by fork: keep it alive, never use it
-    distributed_c10d._world = distributed_c10d._World()
-    AcceleratorState._reset_state(reset_partial_state=True)
-    for name in list(os.environ):
-        if name in LAUNCHER_VARIABLES or name.startswith(("TORCHELASTIC_", "ACCELERATE_", "PROOF_")):
-            del os.environ[name]
-    os.environ["ACCELERATE_USE_CPU"] = "true"  # no GPU here: without it each worker would run alone
-    os.environ.update(exported)  # the control exports the variable Accelerate reads
-    error = None
-    try:
-        notebook_launcher(train, args=(results_dir,), use_port=free_port(), **keywords)
-    except BaseException as raised:  # noqa: BLE001
-        error = f"{type(raised).__name__}: {raised}"
-    finally:
-        answers.put(error)
-        answers.close()
-        answers.join_thread()
-        del inherited
-        os._exit(0)
-
-
 def launch(keywords, exported):
-    gc.collect()
-    context = multiprocessing.get_context("fork")
-    answers = context.Queue()
-    with tempfile.TemporaryDirectory() as results_dir:
-        child = context.Process(target=kernel, args=(keywords, exported, results_dir, answers))
-        try:
-            child.start()
-            error = answers.get(timeout=HARD_DEADLINE_S)
-        except queue.Empty:
-            error = f"no answer within {HARD_DEADLINE_S} s"
-        finally:
-            child.join(timeout=10)
-            if child.is_alive():  # kill the kernel and the workers notebook_launcher forked under it
-                tree = psutil.Process(child.pid).children(recursive=True) + [psutil.Process(child.pid)]
-                for process in tree:
-                    process.kill()
-                psutil.wait_procs(tree, timeout=5)
-                child.join(timeout=5)
-        workers = [json.loads(p.read_text()) for p in sorted(pathlib.Path(results_dir).glob("*.json"))]
+    """The cell notebook_launcher(train, ...) with the docstring's keywords, in a fresh kernel whose
+    environment also has `exported`."""
+
+    def cell(results_dir):
+        os.environ["ACCELERATE_USE_CPU"] = "true"  # no GPU here: without it each worker would run alone
+        os.environ.update(exported)  # the control exports the variable Accelerate reads
+        notebook_launcher(train, args=(results_dir,), use_port=free_port(), **keywords)
+
+    error, workers, _ = run_cell(cell, HARD_DEADLINE_S)  # None, or the error the cell raised
     return error, workers
 
 
