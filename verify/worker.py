@@ -82,6 +82,11 @@ class CappedLog:
 
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout: verify.mutation
 from verify import mutation  # noqa: E402
+from verify.paths import SNIPPETS_DIR  # noqa: E402
+
+# `import _claims` and the other shared helpers come from this checkout's snippets/, whatever
+# `pip install -e` last pointed its path file at (another worktree's, or a CI checkout gone since)
+sys.path.insert(1, str(SNIPPETS_DIR))
 
 
 def world_state():
