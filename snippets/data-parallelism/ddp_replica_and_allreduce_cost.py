@@ -3,9 +3,10 @@
 #           process; negative control: ZeroRedundancyOptimizer keeps only this rank's share of the Adam
 #           state, whole tensors per rank, so each rank holds less, not necessarily half);
 #   communication: each step all-reduces exactly the gradient bytes, counted by a DDP comm hook
-#           (negative control: under no_sync() nothing is sent);
+#           (negative control: the same step under no_sync() sends nothing);
 #   compute: the FLOPs of forward + backward are split between the ranks by the prepared DataLoader, not
-#           duplicated (negative control: each rank running the full batch does twice the work in total);
+#           duplicated (negative control: the same loop over the DataLoader without prepare, so each rank
+#           runs all 48 samples: twice the work in total);
 #           but optimizer.step() runs in full on every rank: N ranks do N times the optimizer arithmetic
 #           of one process (negative control: ZeroRedundancyOptimizer, where each rank steps only its
 #           own share of the parameters: the redundancy ZeRO removes).
@@ -83,8 +84,9 @@ single_bytes = replica_bytes(single, single_optimizer)
 # --- data parallel: DDP + Adam; the prepared DataLoader gives each rank its share (2 ranks: 24 of 48) ---
 rank, world = accelerator.process_index, accelerator.num_processes
 half = slice(rank * BATCH // world, (rank + 1) * BATCH // world)  # for the ZeRO control below
+dataset = TensorDataset(inputs, targets)
 ddp_model, optimizer, loader = accelerator.prepare(
-    model, torch.optim.Adam(model.parameters()), DataLoader(TensorDataset(inputs, targets), batch_size=BATCH // world)
+    model, torch.optim.Adam(model.parameters()), DataLoader(dataset, batch_size=BATCH // world)
 )
 
 bytes_sent = []  # one entry per bucket DDP hands to all-reduce
@@ -103,11 +105,18 @@ for x, y in loader:  # one batch per rank: the global batch of 48 is one step
 rank_bytes = replica_bytes(accelerator.unwrap_model(ddp_model), optimizer)
 step_bytes_sent, buckets = sum(bytes_sent), len(bytes_sent)
 
-# Control for communication: the same step under no_sync (forward inside it) sends nothing.
+# Control for communication: the same step over the prepared DataLoader under no_sync (forward inside it).
 bytes_sent.clear()
 with ddp_model.no_sync():
-    full_batch_flops, _ = train_step(ddp_model, optimizer, inputs, targets)  # also the compute control
+    for x, y in loader:
+        train_step(ddp_model, optimizer, x, y)
 no_sync_bytes_sent = sum(bytes_sent)
+
+# Control for compute: the same loop over the DataLoader without prepare (no sharding: all 48 samples).
+unsharded_flops = 0
+for x, y in DataLoader(dataset, batch_size=BATCH // world):
+    flops, _ = train_step(ddp_model, optimizer, x, y)
+    unsharded_flops += flops
 
 # Control for memory: ZeRO-1 keeps only this rank's share of the Adam state.
 zero_model = accelerator.prepare(zero_copy)
@@ -116,7 +125,7 @@ _, zero_step_ops = train_step(zero_model, zero_optimizer, inputs[half], targets[
 zero_bytes = replica_bytes(zero_copy, zero_optimizer.optim)
 
 # Sum the work of both ranks (a collective: every rank takes part).
-work = torch.tensor([rank_flops, full_batch_flops, rank_step_ops, zero_step_ops], dtype=torch.float64,
+work = torch.tensor([rank_flops, unsharded_flops, rank_step_ops, zero_step_ops], dtype=torch.float64,
                     device=accelerator.device)
 dist.all_reduce(work)
 total_flops, total_if_replicated, total_step_ops, total_zero_step_ops = (int(w) for w in work)
