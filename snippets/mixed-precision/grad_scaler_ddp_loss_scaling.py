@@ -182,6 +182,7 @@ _claims.at_least(
     control=nonfinite_fp32,  # control: the same loss computed in float32
     bound=0.99,
     loss_dtypes=[str(fp16_loss.dtype), str(fp32_loss.dtype)],
+    fp16_loss_value=fp16_loss.item(),  # finite: only its gradients overflow
     fp16_of_65536=str(torch.tensor(65536.0).half().item()),
     nonfinite_fp16_loss_at_scale_32768=nonfinite_at_half_scale,
 )
