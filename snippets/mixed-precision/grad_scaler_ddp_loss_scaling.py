@@ -17,7 +17,7 @@ from accelerate import Accelerator
 
 import _claims
 
-TINY = 1e-7  # d(loss)/d(output) = 2 * output * 1e-7 / 16, ~1e-8 per element: 0 in fp16 (subnormals end at 6e-8)
+TINY = 1e-7  # d(loss)/d(output) = 2 * output * 1e-7 / 16, a few 1e-9 per element: 0 in fp16 (subnormals end at 6e-8)
 
 accelerator = Accelerator()  # mixed_precision="no": the autocast and the scaler below are written by hand
 rank = accelerator.process_index
@@ -54,6 +54,10 @@ scaler.scale(forward_loss(model, inputs, scale=TINY)).backward()  # --- the loss
 scaled_zero = (first_layer(model).grad == 0).float().mean().item()
 zero_rows = (first_layer(model).grad == 0).nonzero()[:, 0].unique().tolist()  # hidden units whose gradients still vanish
 outgoing = accelerator.unwrap_model(model)[1].weight.detach().abs()[0]  # each hidden unit's weight to the output
+with torch.autocast("cpu", dtype=torch.float16):
+    tiny_out = accelerator.unwrap_model(model)(inputs).float()  # the output forward_loss saw (outside DDP)
+tiny_loss = tiny_out.square().mean() * TINY
+output_grad = torch.autograd.grad(tiny_loss, tiny_out)[0].abs()  # the float32 gradient before backward casts it to fp16
 _claims.at_most(
     "scaler_keeps_tiny_gradients",
     measured=scaled_zero,
@@ -64,6 +68,8 @@ _claims.at_most(
     rows_with_zero_gradients_when_scaled=zero_rows,
     row_with_smallest_outgoing_weight=int(outgoing.argmin()),
     smallest_outgoing_weight=outgoing.min().item(),
+    tiny_loss=tiny_loss.item(),
+    output_gradient_mean_and_max=[output_grad.mean().item(), output_grad.max().item()],
 )
 
 # --- 2. An overflow in rank 1's batch only: one input of 70000 is inf once autocast casts it ---
@@ -176,6 +182,7 @@ _claims.at_least(
     control=nonfinite_fp32,  # control: the same loss computed in float32
     bound=0.99,
     loss_dtypes=[str(fp16_loss.dtype), str(fp32_loss.dtype)],
+    fp16_loss_value=fp16_loss.item(),  # finite: only its gradients overflow
     fp16_of_65536=str(torch.tensor(65536.0).half().item()),
     nonfinite_fp16_loss_at_scale_32768=nonfinite_at_half_scale,
 )

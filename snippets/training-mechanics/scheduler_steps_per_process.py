@@ -10,8 +10,11 @@
 #     prepare(); over one epoch of the prepared loader it then reaches 0 exactly on the last optimizer step.
 #   * Gradient accumulation does not make it faster: inside accelerator.accumulate() the prepared scheduler
 #     does not step on the micro-batches that do not synchronise (6 micro-batches, 3 per window: 2 x 2).
+#   * An epoch with accumulation has ceil(len / k) optimizer steps: accumulate() also synchronises on the
+#     last batch of the prepared DataLoader (3 epochs of 5 batches, k=2: 9 steps, not 5 * 3 // 2 = 7).
 # Negative controls: the same loop with an unprepared scheduler; the default Accelerator; the schedule
-# sized in optimizer steps; the accumulation loop without accumulate() (sync_gradients always True).
+# sized in optimizer steps; the accumulation loop without accumulate() (sync_gradients always True); the
+# same batches from a list (no end-of-epoch signal).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/training-mechanics/scheduler_steps_per_process.py
@@ -158,4 +161,62 @@ _claims.equal(
     expected=MICRO_BATCHES // ACCUMULATION * accelerator.num_processes,
     count_after_each_micro_batch=with_accumulate,
     count_after_each_micro_batch_without_accumulate=every_micro_batch,
+)
+
+
+# How many optimizer steps does an epoch have with accumulation? accumulate() also synchronises on the last
+# batch of the prepared DataLoader (GradientState.end_of_dataloader), so an epoch of 5 batches per rank with
+# gradient_accumulation_steps=2 has ceil(5 / 2) = 3 steps, not 5 // 2: over 3 epochs 9, not 7. A schedule
+# sized with `//` ends early. Control: the same batches from a list, so accumulate() cannot see the epoch end.
+EPOCHS, K = 3, 2
+
+
+def epochs_with_accumulation(from_list, prepared_schedule=False):
+    acc = Accelerator(gradient_accumulation_steps=K)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    loader = DataLoader(TensorDataset(torch.ones(40, 2)), batch_size=4)  # 10 batches, 5 per rank
+    before_prepare = len(loader)
+    model, optimizer, prepared_loader = acc.prepare(model, optimizer, loader)
+    batches = list(prepared_loader) if from_list else prepared_loader  # control: a list has no end signal
+    floor_sized = len(prepared_loader) * EPOCHS // K  # the optimizer-step count the `//` formula assumes
+    if prepared_schedule:  # sized in single-process batches, stepped on every micro-batch as the examples do
+        floor_sized = before_prepare * EPOCHS // K
+        scheduler = acc.prepare(LambdaLR(optimizer, linear_decay(floor_sized)))
+    else:  # not prepared: stepped on sync_gradients only
+        scheduler = LambdaLR(optimizer, linear_decay(floor_sized))
+    steps, zero_at, synced = 0, None, []
+    for epoch in range(EPOCHS):
+        for micro_batch, (x,) in enumerate(batches, start=1):
+            with acc.accumulate(model):
+                acc.backward(model(x).sum())
+                optimizer.step()
+                if prepared_schedule:
+                    scheduler.step()
+                optimizer.zero_grad()
+                if acc.sync_gradients:
+                    synced.append((epoch + 1, micro_batch))
+                    if not prepared_schedule:
+                        scheduler.step()
+                    steps += 1
+                    if zero_at is None and scheduler.get_last_lr()[0] == 0.0:
+                        zero_at = steps
+    return steps, zero_at, len(prepared_loader), floor_sized, synced
+
+
+steps_per_run, floor_zero_at, prepared_length, floor_sized, synced = epochs_with_accumulation(from_list=False)
+steps_without_end_signal, _, _, _, synced_from_list = epochs_with_accumulation(from_list=True)
+_, prepared_zero_at, _, prepared_sized, _ = epochs_with_accumulation(from_list=False, prepared_schedule=True)
+_claims.equal(
+    "epoch_steps_round_up_with_accumulation",
+    measured=steps_per_run,
+    control=steps_without_end_signal,  # control: the same batches from a list, no end-of-epoch sync
+    expected=EPOCHS * -(-prepared_length // K),  # 3 x ceil(5 / 2)
+    prepared_loader_length=prepared_length,
+    synchronising_epoch_and_micro_batch=synced,
+    synchronising_epoch_and_micro_batch_from_list=synced_from_list,
+    floor_formula_steps=floor_sized,
+    unprepared_schedule_sized_by_floor_formula_reaches_0_at_step=floor_zero_at,
+    prepared_schedule_sized_before_prepare=prepared_sized,  # 10 batches x 3 epochs // 2
+    prepared_schedule_reaches_0_at_step=prepared_zero_at,
 )
