@@ -43,8 +43,8 @@ ELASTIC = [
 ACCELERATE = ["ACCELERATE_MIXED_PRECISION", "ACCELERATE_DYNAMO_BACKEND"]
 launcher_env = launcher.environ()
 # The environment this rank STARTED with (/proc/<pid>/environ), what the launcher gave it: on MULTI_CPU
-# PartialState writes RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (and MASTER_PORT/MASTER_ADDR when
-# missing) back into os.environ itself, so os.environ cannot tell who set them.
+# PartialState writes RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (and MASTER_PORT when missing)
+# back into os.environ itself, so os.environ cannot tell who set them.
 started_with = psutil.Process().environ()
 _claims.equal(
     "ranks_get_elastic_and_accelerate_env",

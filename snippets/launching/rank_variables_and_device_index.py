@@ -43,7 +43,7 @@ accelerator = Accelerator()
 # --- part 1: who sets the variables, and what Accelerate makes of them ---------------------------------
 # This rank's environment AS IT STARTED (/proc/<pid>/environ): what the launcher gave it. os.environ would
 # not do: on MULTI_CPU, PartialState itself writes RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE back
-# into os.environ (and MASTER_PORT/MASTER_ADDR when missing), whoever set them first.
+# into os.environ (and MASTER_PORT when missing), whoever set them first.
 started_with = psutil.Process().environ()
 mine = {name: started_with.get(name) for name in NAMES}
 launcher = psutil.Process(os.getppid()).environ()  # the torch elastic agent = the `accelerate launch` process

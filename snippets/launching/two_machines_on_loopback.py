@@ -3,8 +3,8 @@
 # machine 0 (the rendezvous). Each machine starts 1 process (--num_processes is the TOTAL: 2 over 2
 # machines). Both processes join ONE world of 2 and all-reduce across the "machines".
 # Rank 0 of this snippet's own launch starts the two child launches at once and waits for both; every
-# child is killed in `finally`, whatever happens. Takes ~7-10 s here: two child launches, each mostly
-# importing torch and accelerate (a launch per machine is the point of the proof).
+# child is killed in `finally`, whatever happens. Takes a few seconds (4.4 s in the reference run): two
+# child launches, each mostly importing torch and accelerate (a launch per machine is the point of the proof).
 # Negative controls: each process's value before the all-reduce; the same variables in this snippet's
 # own single-machine ranks; this launch's own MASTER_PORT.
 #
