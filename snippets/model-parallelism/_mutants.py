@@ -171,3 +171,25 @@ def pipeline_stages_never_wait(patch):
 
     _pending = []
     patch.wrap(schedules, "_wait_batch_p2p", no_wait)
+
+
+@mutant(
+    "prepare-pipelines-the-model",
+    "Accelerator.prepare splits an nn.Sequential model into one stage per process, as a pipeline would: each "
+    "rank keeps only its consecutive share of the layers (the others become Identity)",
+)
+def prepare_pipelines_the_model(patch):
+    import torch
+    from accelerate import Accelerator
+
+    def keep_own_stage(original, self, model, *args, **kwargs):
+        prepared = original(self, model, *args, **kwargs)
+        layers = getattr(prepared, "module", prepared)  # the model inside the DDP wrapper
+        if isinstance(layers, torch.nn.Sequential):
+            per_stage = -(-len(layers) // self.num_processes)  # ceil: consecutive layers per rank
+            for index in range(len(layers)):
+                if index // per_stage != self.process_index:
+                    layers[index] = torch.nn.Identity()  # another rank's stage: not held here
+        return prepared
+
+    patch.wrap(Accelerator, "prepare_model", keep_own_stage)
