@@ -9,8 +9,8 @@ from verify.mutation import mutant
 
 @mutant(
     "backward-overwrites-grad",
-    "backward() overwrites .grad instead of accumulating into it, so only the last micro-batch's gradient "
-    "survives (the pipeline's result would then be biased towards one micro-batch)",
+    "backward() overwrites .grad instead of accumulating into it, so only the gradient of the last backward "
+    "(the first micro-batch's, in this pipeline) survives: the result is biased towards one micro-batch",
 )
 def backward_overwrites_grad(patch):
     import torch
