@@ -1,7 +1,8 @@
 # Tensor parallelism splits each weight matrix across ranks: the first Linear by output columns
 # (ColwiseParallel), the second by input rows (RowwiseParallel), so the hidden activation stays
 # sharded and ONE all-reduce of the second layer's partial sums rebuilds the dense output.
-# Negative control: the same parallelized MLP with that all-reduce removed (output left Partial).
+# Negative controls: the same parallelized MLP with that all-reduce removed (output left Partial); for
+# the weights' share, the same model distributed over the mesh with every parameter replicated.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/model-parallelism/tensor_parallel_mlp.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -10,7 +11,7 @@ import copy
 import torch
 from accelerate import Accelerator
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor import Partial
+from torch.distributed.tensor import Partial, distribute_module
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 import _claims
@@ -28,6 +29,9 @@ tensor_parallel = parallelize_module(copy.deepcopy(dense), mesh, {"0": ColwisePa
 no_all_reduce = parallelize_module(
     copy.deepcopy(dense), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel(output_layouts=Partial())}
 )
+# Control for the weights' share: the same model distributed over the same mesh as DTensors, but with
+# distribute_module's default partition (every parameter Replicate) instead of the Colwise/Rowwise shards.
+replicated = distribute_module(copy.deepcopy(dense), mesh)
 
 dense_out, tp_out, partial_out = dense(x), tensor_parallel(x), no_all_reduce(x)
 for model, out in ((dense, dense_out), (tensor_parallel, tp_out), (no_all_reduce, partial_out)):
@@ -57,10 +61,11 @@ _claims.at_most(
 _claims.equal(
     "each_rank_stores_its_share_of_the_weights",
     measured=local_fraction(tensor_parallel),
-    control=local_fraction(dense),
+    control=local_fraction(replicated),
     expected=1 / world,
     first_layer_local_shape=list(tensor_parallel[0].weight.to_local().shape),
     second_layer_local_shape=list(tensor_parallel[2].weight.to_local().shape),
+    control_placements=[str(replicated[0].weight.placements), str(replicated[2].weight.placements)],
 )
 _claims.at_most(
     "tensor_parallel_gradients_match_dense",
