@@ -2,9 +2,11 @@
 # validation shard stopped improving) at step 3. With accelerator.set_trigger() on that rank and
 # accelerator.check_trigger() on every rank (a sum all-reduce of a 0/1 flag), both ranks leave the
 # loop at step 3; the same with a hand-written all_reduce(MAX) of a flag.
-# Negative control: a local flag (`if should_stop: break`): rank 1 leaves at step 3, rank 0 runs on
-# to step 8. In a real loop rank 0's next backward would wait forever for rank 1's all-reduce (see
-# the hang page), so the control loop does no collective; it only records where each rank stops.
+# Negative controls: the same loops (the same DDP step every step) with the flag's all-reduce removed:
+# each rank reads its own flag (for set_trigger, the flag_tensor set_trigger wrote, without
+# check_trigger's reduce): rank 1 would leave at step 3, rank 0 at step 8. A rank that really left
+# would leave rank 0's next backward waiting for its all-reduce (see the hang page), so the control
+# loops run every step on every rank and only record the step at which each rank would have broken.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/early_stop_trigger_all_ranks.py
 import torch
@@ -48,11 +50,26 @@ def with_allreduce_flag():
     return MAX_STEPS
 
 
-def with_local_flag():  # the control: each rank decides alone (no collective in this loop)
+def with_trigger_not_reduced():  # control: the same loop, set_trigger's flag read on this rank only
+    stop = MAX_STEPS
     for step in range(MAX_STEPS):
+        train_step()
         if wants_to_stop(step):
-            return step
-    return MAX_STEPS
+            accelerator.set_trigger()
+        if stop == MAX_STEPS and accelerator.flag_tensor.item() >= 1:  # check_trigger without its reduce
+            stop = step  # where this rank would break; it keeps stepping so no all-reduce is left waiting
+    accelerator.check_trigger()  # every rank: clears the flag rank 1 set
+    return stop
+
+
+def with_flag_not_reduced():  # control: the same all_reduce-flag loop without the all_reduce
+    stop = MAX_STEPS
+    for step in range(MAX_STEPS):
+        train_step()
+        flag = torch.tensor([1.0 if wants_to_stop(step) else 0.0])
+        if stop == MAX_STEPS and flag.item() > 0:
+            stop = step
+    return stop
 
 
 def stop_steps(loop):
@@ -64,7 +81,8 @@ def stop_steps(loop):
 trigger_steps = stop_steps(with_trigger)
 trigger_after_reset = accelerator.check_trigger()  # check_trigger resets the flag once it fired
 flag_steps = stop_steps(with_allreduce_flag)
-local_steps = stop_steps(with_local_flag)
+local_trigger_steps = stop_steps(with_trigger_not_reduced)
+local_flag_steps = stop_steps(with_flag_not_reduced)
 
 def stopped_at_the_step(steps):
     return sum(step == STOP_AT for step in steps)  # ranks that left the loop at step 3
@@ -73,16 +91,17 @@ def stopped_at_the_step(steps):
 _claims.equal(
     "set_trigger_stops_every_rank_at_once",
     measured=stopped_at_the_step(trigger_steps),  # every rank, at the step rank 1 asked for
-    control=stopped_at_the_step(local_steps),
+    control=stopped_at_the_step(local_trigger_steps),
     expected=accelerator.num_processes,
     stop_steps_trigger=trigger_steps,
-    stop_steps_local_flag=local_steps,
+    stop_steps_trigger_not_reduced=local_trigger_steps,
     check_trigger_after_it_fired=trigger_after_reset,
 )
 _claims.equal(
     "allreduce_flag_stops_every_rank_at_once",
     measured=stopped_at_the_step(flag_steps),
-    control=stopped_at_the_step(local_steps),
+    control=stopped_at_the_step(local_flag_steps),
     expected=accelerator.num_processes,
     stop_steps_allreduce_flag=flag_steps,
+    stop_steps_flag_not_reduced=local_flag_steps,
 )
