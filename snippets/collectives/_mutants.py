@@ -117,3 +117,25 @@ def new_group_named_by_its_ranks(patch):
         return c10d.GroupName(f"ranks_{'_'.join(map(str, key))}_{made[key]}")
 
     patch.wrap(c10d, "_process_group_name", by_ranks)
+
+
+@mutant("reduce-scatter-single-skips-the-reduction",
+        "reduce_scatter_single (torch 2.13's name) hands each rank its own chunk without adding the other ranks'")
+def reduce_scatter_single_skips_the_reduction(patch):
+    import torch.distributed as dist
+
+    def own_chunk(original, output, input, *args, **kwargs):
+        output.copy_(input.chunk(dist.get_world_size())[dist.get_rank()])
+
+    patch.wrap(dist, "reduce_scatter_single", own_chunk)
+
+
+@mutant("all-gather-single-repeats-the-local-chunk",
+        "all_gather_single (torch 2.13's name) fills every slot with the calling rank's own chunk")
+def all_gather_single_repeats_the_local_chunk(patch):
+    import torch.distributed as dist
+
+    def repeat(original, output, input, *args, **kwargs):
+        output.copy_(input.repeat(dist.get_world_size()))
+
+    patch.wrap(dist, "all_gather_single", repeat)

@@ -33,15 +33,17 @@ averaged = mine.clone()
 dist.all_reduce(averaged, op=dist.ReduceOp.AVG)  # the docstring says NCCL only; gloo accepts it on torch 2.13
 
 my_chunk = torch.empty(CHUNK, device=accelerator.device)
-dist.reduce_scatter_tensor(my_chunk, mine.clone())  # rank r gets chunk r of the sum
+# torch 2.13 names: reduce_scatter_single / all_gather_single (reduce_scatter_tensor and
+# all_gather_into_tensor are deprecated aliases that call these and warn).
+dist.reduce_scatter_single(my_chunk, mine.clone())  # rank r gets chunk r of the sum
 
 rebuilt = torch.empty(CHUNK * world, device=accelerator.device)
-dist.all_gather_into_tensor(rebuilt, my_chunk)  # every rank gets every chunk
+dist.all_gather_single(rebuilt, my_chunk)  # every rank gets every chunk
 
 # Controls: the same steps with the reduction removed (my own chunk, not the sum's) ...
 unreduced_chunk = mine.chunk(world)[rank].contiguous()
 gathered_unreduced = torch.empty(CHUNK * world, device=accelerator.device)
-dist.all_gather_into_tensor(gathered_unreduced, unreduced_chunk)
+dist.all_gather_single(gathered_unreduced, unreduced_chunk)
 
 _claims.equal(
     "all_reduce_sums",

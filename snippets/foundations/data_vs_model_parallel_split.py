@@ -2,20 +2,26 @@
 # "merges the results at the end": ranks talk to each other inside every step.
 #   - data parallel: every rank holds all parameters and sees a distinct shard of the samples;
 #     after each step the replicas are identical because DDP averaged the gradients.
-#   - tensor parallel: every rank holds a distinct slice of one Linear layer and sees the SAME
-#     samples; an all_gather of the partial outputs equals the dense layer.
+#   - tensor parallel: under torch's ColwiseParallel every rank holds a distinct slice of one Linear
+#     layer and computes on the SAME samples; with the layer split by hand, an all_gather of the
+#     partial outputs equals the dense layer.
 # Negative controls: an unprepared loader (both ranks read every sample), no_sync (replicas drift
-# apart), the same ownership count without the split (every rank keeps all rows, as a replica does),
-# and the column-parallel output without the all_gather (half of the features are missing).
+# apart), the same ownership count on the layer without torch's ColwiseParallel plan (every rank holds
+# it whole, as a replica does), and the hand-split column-parallel output without the all_gather (half
+# of the features are missing).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/foundations/data_vs_model_parallel_split.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
+import copy
 
 import torch
 import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.utils import set_seed
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
 from torch.utils.data import DataLoader, TensorDataset
 
 import _claims
@@ -81,25 +87,35 @@ unsynced_drift, _ = train_steps(sync=False)
 
 # ---------------- tensor (model) parallelism: split the parameters, replicate the data ----------------
 columns = slice(rank * OUT_FEATURES // world, (rank + 1) * OUT_FEATURES // world)
-weight_shard = dense.weight.detach()[columns].to(device)  # this rank's output features only
+weight_shard = dense.weight.detach()[columns].to(device)  # this rank's output features only, split by hand
 bias_shard = dense.bias.detach()[columns].to(device)
-tp_parameters_per_rank = weight_shard.numel() + bias_shard.numel()
 
-# Which elements of the dense layer does each rank own? Number every element of the dense layer and
-# take the rows this rank keeps.
-def owned_elements(rows):
-    element_ids = torch.arange(full_parameter_count)
-    weight_ids = element_ids[: dense.weight.numel()].view_as(dense.weight)[rows]
-    bias_ids = element_ids[dense.weight.numel() :][rows]
-    return set(weight_ids.flatten().tolist()) | set(bias_ids.tolist())
+# Which elements of the layer does each rank hold once torch's own column-parallel plan has split it?
+# A copy of the layer whose every element holds its own index: the values a rank keeps name the
+# elements it owns. ColwiseParallel (torch.distributed.tensor.parallel) shards weight and bias by output
+# rows; each rank's share is its DTensor's to_local().
+numbered = torch.nn.Linear(IN_FEATURES, OUT_FEATURES).to(device)
+with torch.no_grad():
+    element_ids = torch.arange(full_parameter_count, dtype=torch.float32, device=device)
+    numbered.weight.copy_(element_ids[: dense.weight.numel()].view_as(dense.weight))
+    numbered.bias.copy_(element_ids[dense.weight.numel() :])
+mesh = init_device_mesh(device.type, (world,))
+colwise = parallelize_module(copy.deepcopy(numbered), mesh, ColwiseParallel())
 
 
-tp_parameter_overlap = overlap_between_ranks(owned_elements(columns))
-# Control: the same count without the split, every rank keeping all output rows, as a data-parallel replica does.
-dp_parameter_overlap = overlap_between_ranks(owned_elements(slice(0, OUT_FEATURES)))
+def held_elements(module):
+    local = [p.to_local() if isinstance(p, DTensor) else p for p in module.parameters()]
+    return {int(value) for tensor in local for value in tensor.detach().flatten().tolist()}
+
+
+tp_parameter_overlap = overlap_between_ranks(held_elements(colwise))
+tp_parameters_per_rank = len(held_elements(colwise))
+# Control: the same layer without parallelize_module, every rank holding it whole, as a replica does.
+dp_parameter_overlap = overlap_between_ranks(held_elements(numbered))
+# The samples it computes on: its local output has a row for every one of the 16 samples, on every rank.
+colwise_local_output_shape = list(colwise(inputs.to(device)).shape)
 
 x = inputs.to(device)  # EVERY rank computes on all 16 samples
-tp_data_overlap = overlap_between_ranks(set(sample_ids.tolist()))
 local_out = x @ weight_shard.T + bias_shard  # (16, 3): half of the output features
 pieces = [torch.empty_like(local_out) for _ in range(world)]
 dist.all_gather(pieces, local_out)  # the per-layer communication tensor parallelism needs
@@ -132,7 +148,7 @@ _claims.equal(
     dense_parameters=full_parameter_count,
     tensor_parallel_parameters_per_rank=tp_parameters_per_rank,
     data_parallel_parameters_per_rank=dp_parameters_per_rank,
-    tensor_parallel_shared_samples=tp_data_overlap,
+    colwise_local_output_shape=colwise_local_output_shape,  # (samples, this rank's output features)
 )
 _claims.at_most(
     "column_parallel_all_gather_equals_dense",
