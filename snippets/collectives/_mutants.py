@@ -15,26 +15,6 @@ def all_reduce_averages(patch):
     patch.wrap(dist, "all_reduce", average)
 
 
-@mutant("reduce-scatter-skips-the-reduction", "reduce_scatter hands each rank its own chunk without adding the other ranks'")
-def reduce_scatter_skips_the_reduction(patch):
-    import torch.distributed as dist
-
-    def own_chunk(original, output, input, *args, **kwargs):
-        output.copy_(input.chunk(dist.get_world_size())[dist.get_rank()])
-
-    patch.wrap(dist, "reduce_scatter_tensor", own_chunk)
-
-
-@mutant("all-gather-repeats-the-local-chunk", "all_gather fills every slot with the calling rank's own chunk")
-def all_gather_repeats_the_local_chunk(patch):
-    import torch.distributed as dist
-
-    def repeat(original, output, input, *args, **kwargs):
-        output.copy_(input.repeat(dist.get_world_size()))
-
-    patch.wrap(dist, "all_gather_into_tensor", repeat)
-
-
 @mutant("ddp-does-not-wait-for-peers", "DDP's gradient all-reduce returns at once: fast ranks run ahead of a slow one")
 def ddp_does_not_wait_for_peers(patch):
     import torch
