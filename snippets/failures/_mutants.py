@@ -254,6 +254,7 @@ def blocking_collectives_wait_in_python(patch):
             work = original(*args, async_op=True, **kwargs)
             while not work.is_completed():
                 time.sleep(0.01)
+            work.wait()  # a collective that completed with an error raises it, as the blocking call would
         return _Callable(collective)
 
     patch.replace(dist, "all_reduce", waiting_in_python(dist.all_reduce))

@@ -8,8 +8,8 @@
 #           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's, and
 #           the share of the averaged gradient a rank holds is counted in what the reduce-scatter delivered
 #   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
-#   When ZeRO-2 frees the full gradient: FSDP2 with reshard_after_forward=False (torch's ZeRO-2-like
-#           setting), counting the bytes of every tensor the model and its FSDP state keep alive after
+#   When ZeRO-2 frees the full gradient: FSDP2 with reshard_after_forward=False (FSDP1's SHARD_GRAD_OP,
+#           ZeRO-2-like), counting the bytes of every tensor the model and its FSDP state keep alive after
 #           backward, before the optimizer step
 # Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 gradient
 # share, the same step with an all-reduce in place of the reduce-scatter; for the ZeRO-2 step, the
