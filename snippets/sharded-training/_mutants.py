@@ -560,3 +560,44 @@ def fsdp_keeps_full_gradient_until_step(patch):
         return original(self, *args, **kwargs)
 
     patch.wrap(FSDPParamGroup, "post_backward", post_backward)
+
+
+# --- FSDP2 wrapping and the result: the world of a wrong answer on sharded-matches-ddp -----------------
+
+
+@mutant(
+    "fsdp-nested-units-sum-gradients",
+    "FSDP2 divides the gradients of nested units (every fully_shard call below the root) by 1 instead of "
+    "the world size, so their gradients are summed over the ranks while the root unit's are averaged",
+)
+def fsdp_nested_units_sum_gradients(patch):
+    import torch.distributed as dist
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+    from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
+
+    nested_groups, reducing = set(), []  # the groups of non-root states; the group now in post_backward
+
+    def lazy_init(original, self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        for state in self._state_ctx.all_states:  # filled by the root's lazy init
+            if state._is_root is False:
+                nested_groups.update(id(group) for group in state._fsdp_param_groups)
+        return result
+
+    def post_backward(original, self, *args, **kwargs):
+        reducing.append(id(self) in nested_groups)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            reducing.pop()
+
+    def reduce_scatter_single(original, output, input, *args, **kwargs):
+        work = _completed(original(output, input, *args, **kwargs))
+        if reducing and reducing[-1]:  # a nested unit's gradients: undo the average, leave the sum
+            patch.ran()
+            output.mul_(dist.get_world_size())
+        return work
+
+    patch.wrap(FSDPState, "_lazy_init", lazy_init)
+    patch.wrap(FSDPParamGroup, "post_backward", post_backward)
+    patch.wrap(dist, "reduce_scatter_single", reduce_scatter_single)

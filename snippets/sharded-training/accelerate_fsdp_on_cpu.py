@@ -9,8 +9,8 @@
 #   torch's own fully_shard on the same ranks shards over the gloo process group, and one forward and backward
 #   through it gives the plain model's output and gradients (FSDP does not need NCCL).
 #   --cpu --use_fsdp:  the launcher's own validation refuses the combination (ValueError).
-# Negative controls: torch's own fully_shard on the same two CPU ranks (FSDPSequential, half the
-# parameters each); the version-1 environment with FSDP_SYNC_MODULE_STATES and
+# Negative controls: the same Accelerator and prepare() with the state switched to FSDP, as
+# AcceleratorState does for MULTI_GPU (FSDPSequential, half the parameters each); the version-1 environment with FSDP_SYNC_MODULE_STATES and
 # FSDP_CPU_RAM_EFFICIENT_LOADING false (no error); the same model without fully_shard (whole, 1.0);
 # --use_fsdp without --cpu (accepted).
 #
@@ -25,8 +25,8 @@ import torch
 import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
-from accelerate.state import AcceleratorState
-from accelerate.utils import FullyShardedDataParallelPlugin
+from accelerate.state import AcceleratorState, PartialState
+from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
 from accelerate.utils.launch import prepare_multi_gpu_env
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
@@ -113,6 +113,36 @@ with messages_about_fsdp(plugin_messages):
 plugin_type = str(acc_plugin.distributed_type).split(".")[-1]
 plugin_wrapper, plugin_share = type(prepared_plugin).__name__, share_held(prepared_plugin)
 
+# --- control: the same Accelerator, its state switched to FSDP as AcceleratorState does for MULTI_GPU ---
+def prepared_with_fsdp_switched_on(env, **kwargs):
+    """The same calls with the mechanism removed: AcceleratorState's FSDP switch applied to MULTI_CPU ranks.
+
+    AcceleratorState.__init__ sets distributed_type FSDP and keeps the plugin only inside its branch for
+    GPU-like types (and hands the type on to PartialState); here the state gets them after the fact, and the
+    same prepare() runs."""
+    found = []
+    with messages_about_fsdp(found):
+        acc, _ = accelerator_under(env, **kwargs)
+        saved = dict(os.environ)
+        os.environ.update(env)
+        try:  # the plugin Accelerator built from the environment (or was given) and the state dropped
+            plugin = kwargs.get("fsdp_plugin") or FullyShardedDataParallelPlugin()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        acc.state.distributed_type, acc.state.fsdp_plugin = DistributedType.FSDP, plugin
+        PartialState._shared_state["distributed_type"] = DistributedType.FSDP  # as the end of __init__ does
+        try:
+            net = prepare_model_and_optimizer(acc)
+            kind = str(acc.distributed_type).split(".")[-1]
+        finally:
+            PartialState._shared_state["distributed_type"] = DistributedType.MULTI_CPU  # the ranks' own type
+    return [kind, type(net).__name__, round(share_held(net), 3), len(found)]
+
+
+control_v2 = prepared_with_fsdp_switched_on(env_v2)
+control_plugin = prepared_with_fsdp_switched_on({}, fsdp_plugin=FullyShardedDataParallelPlugin(fsdp_version=2))
+
 # --- version 1: the plugin built from the launcher's environment raises ------------------------------
 _, error_v1 = accelerator_under(env_v1)
 # cpu_ram_efficient_loading (also a launcher default) would force sync_module_states back on
@@ -122,7 +152,7 @@ _, error_v1_no_sync = accelerator_under(
 AcceleratorState._reset_state(reset_partial_state=False)
 Accelerator()  # leave the plain state behind, as we found it
 
-# --- control: torch's FSDP2 on the same CPU ranks does shard ------------------------------------------
+# --- torch's FSDP2 on the same CPU ranks does shard (over gloo) ------------------------------------------
 torch_messages, torch_error = [], None
 cpu_mesh = init_device_mesh("cpu", (world,))
 backend = dist.get_backend(cpu_mesh.get_group())  # the process group fully_shard communicates over
@@ -156,8 +186,6 @@ def step_matches_plain(net):
 
 
 torch_step = None if torch_error else step_matches_plain(torch_fsdp)
-# the same four measurements: the ranks' distributed type, the wrapper, the share held, FSDP messages
-control = [str(accelerator.distributed_type).split(".")[-1], *torch_result, len(torch_messages)]
 
 # --- the launcher refuses --cpu together with --use_fsdp -----------------------------------------------
 def launcher_refuses(argv):
@@ -175,7 +203,7 @@ refused_with_cpu, refused_without_cpu = launcher_refuses(["--cpu", *fsdp_argv]),
 _claims.equal(
     "fsdp2_request_runs_as_ddp_on_cpu",
     measured=[v2_type, v2_wrapper, round(v2_share, 3), len(v2_messages)],  # len: warnings/logs about FSDP
-    control=control,
+    control=control_v2,  # the same calls, FSDP switched on in the state
     expected=["MULTI_CPU", "DistributedDataParallel", 1.0, 0],
     launcher_env=env_v2,
     error=error_v2,
@@ -184,7 +212,7 @@ _claims.equal(
 _claims.equal(
     "fsdp2_plugin_in_code_runs_as_ddp_on_cpu",
     measured=[plugin_type, plugin_wrapper, round(plugin_share, 3), len(plugin_messages)],
-    control=control,
+    control=control_plugin,
     expected=["MULTI_CPU", "DistributedDataParallel", 1.0, 0],
     error=error_plugin,
     messages=plugin_messages,

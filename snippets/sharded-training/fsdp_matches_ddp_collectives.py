@@ -1,9 +1,11 @@
 # Sharded training computes the same steps as DDP; only the communication changes. The same tiny MLP
 # trains 3 Adam steps on 2 ranks three ways: DDP, DDP + ZeroRedundancyOptimizer (ZeRO-1), and FSDP2
-# `fully_shard` (ZeRO-3). We compare the final weights and count the collectives each makes per step.
+# `fully_shard` (ZeRO-3), the latter wrapped two ways (one unit per Linear, then the root; the root alone).
+# We compare the final weights and count the collectives each makes per step.
 # Negative controls: each rank training alone on its half of the batch (no gradient exchange at all)
-# for the weights; DDP's step for the reduce-scatter and all-reduce counts (one all-reduce, no
-# reduce-scatter); the same FSDP2 units with reshard_after_forward=False for the all-gathers.
+# for the weights (for the two wrappings: the model left unwrapped, each rank alone); DDP's step for
+# the reduce-scatter and all-reduce counts (one all-reduce, no reduce-scatter); the same FSDP2 units
+# with reshard_after_forward=False for the all-gathers.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_matches_ddp_collectives.py
 import contextlib
@@ -101,6 +103,10 @@ for layer in units:
 fully_shard(fsdp, mesh=mesh)
 fsdp_counts = Counter()
 fsdp_weights = train(fsdp, torch.optim.Adam(fsdp.parameters(), lr=1e-2), fsdp_counts)
+# Another wrapping of the same model: fully_shard on the root only, one unit holding every parameter
+root_only = copy.deepcopy(model)
+fully_shard(root_only, mesh=mesh)
+root_only_weights = train(root_only, torch.optim.Adam(root_only.parameters(), lr=1e-2), Counter())
 # Control for the all-gathers: the same FSDP2 units with reshard_after_forward=False (kept until backward)
 kept = copy.deepcopy(model)
 for layer in kept:
@@ -137,6 +143,17 @@ _claims.at_most(
     tolerance=TOLERANCE,
     steps=STEPS,
 )
+_claims.at_most(
+    "fsdp_weights_independent_of_wrapping",
+    # one unit per Linear, then the root, against one unit for the whole model
+    measured=worst_over_ranks((fsdp_weights - root_only_weights).abs().max().item()),
+    # the same comparison with the wrapping removed from one side: the model unwrapped, each rank alone
+    control=worst_over_ranks((alone_weights - root_only_weights).abs().max().item()),
+    tolerance=TOLERANCE,
+    steps=STEPS,
+    units_per_linear_wrapping=len(units),
+    units_root_only_wrapping=1,
+)
 collectives_detail = dict(
     fsdp_last_step=dict(fsdp_counts),
     zero1_last_step=dict(zero1_counts),
@@ -152,13 +169,14 @@ _claims.equal(
     expected=[len(units), 0],  # one reduce-scatter per FSDP unit, no all-reduce
     **collectives_detail,
 )
+ddp_all_gathers = ddp_py_counts["all_gather_single"] + ddp_py_counts["all_gather_into_tensor"]
 _claims.equal(
     "fsdp_all_gathers_per_step",
-    measured=fsdp_counts["all_gather_single"] + fsdp_counts["all_gather_into_tensor"],
+    # [FSDP2's step, DDP's step]
+    measured=[fsdp_counts["all_gather_single"] + fsdp_counts["all_gather_into_tensor"], ddp_all_gathers],
     # the same units with reshard_after_forward=False: gathered once, kept until backward
-    control=kept_counts["all_gather_single"] + kept_counts["all_gather_into_tensor"],
-    expected=2 * len(units),  # each unit: once before forward, again before backward (resharded)
-    ddp_all_gathers_last_step=ddp_py_counts["all_gather_single"] + ddp_py_counts["all_gather_into_tensor"],
+    control=[kept_counts["all_gather_single"] + kept_counts["all_gather_into_tensor"], ddp_all_gathers],
+    expected=[2 * len(units), 0],  # each unit: once before forward, again before backward (resharded); DDP none
     **collectives_detail,
 )
 _claims.at_least(

@@ -149,11 +149,18 @@ for name, net in (("mixed", mixed), ("plain", plain)):
     hook = net[0][0].register_forward_pre_hook(lambda module, args, name=name: seen.__setitem__(name, module.weight.dtype))
     torch.nn.functional.mse_loss(net(x).float(), y).backward()
     hook.remove()
+
+
+def dtypes(name, net):
+    """The first Linear's weight as forward saw it, then its sharded parameter and gradient after the step."""
+    weight = net[0][0].weight  # resharded again: the DTensor the optimizer steps
+    return [str(seen[name]), str(weight.dtype), str(weight.grad.dtype)]
+
+
 _claims.equal(
     "mp_policy_computes_in_bf16",
-    measured=str(seen["mixed"]),
-    control=str(seen["plain"]),  # no policy: forward runs on the fp32 parameters
-    expected="torch.bfloat16",
-    sharded_param_dtype=str(next(mixed.parameters()).dtype),
-    sharded_grad_dtype=str(next(mixed.parameters()).grad.dtype),
+    measured=dtypes("mixed", mixed),
+    control=dtypes("plain", plain),  # no policy: forward runs on the fp32 parameters
+    expected=["torch.bfloat16", "torch.float32", "torch.float32"],
+    sharded_param_is_dtensor=isinstance(mixed[0][0].weight, DTensor),
 )
