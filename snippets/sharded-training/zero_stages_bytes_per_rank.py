@@ -8,6 +8,7 @@
 #           all-gather of the updated slices (written out below, ~25 lines); its step equals DDP's, and
 #           the share of the averaged gradient a rank holds is counted in what the reduce-scatter delivered
 #   ZeRO-3  torch's FSDP2 `fully_shard` on a CPU device mesh: the parameters themselves are split
+#   Activations: the bytes autograd saves for backward (parameters left out), DDP against FSDP2
 #   When ZeRO-2 frees the full gradient: FSDP2 with reshard_after_forward=False (FSDP1's SHARD_GRAD_OP,
 #           ZeRO-2-like), counting the bytes of every tensor the model and its FSDP state keep alive after
 #           backward, before the optimizer step
@@ -15,10 +16,12 @@
 # share, the same step with an all-reduce in place of the reduce-scatter; for the ZeRO-2 step, the
 # same step with the reduce-scatter replaced by this rank's own gradient; for DDP's buckets, the same
 # DDP with gradient_as_bucket_view=True; for when the full gradient is freed, the same FSDP2 model with
-# gradient sync turned off (no reduce-scatter in backward).
+# gradient sync turned off (no reduce-scatter in backward); for activations, the same FSDP2 model with
+# activation checkpointing on each Linear, which does cut what autograd saves.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/zero_stages_bytes_per_rank.py
 import copy
+import functools
 import gc
 import types
 
@@ -32,6 +35,7 @@ from torch.distributed.fsdp import FSDPModule, fully_shard
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.checkpoint import checkpoint
 
 import _claims
 
@@ -236,6 +240,39 @@ def gradient_bytes_after_backward(gradient_sync):
 zero2_fsdp_grad_share = gradient_bytes_after_backward(gradient_sync=True) / full_copy["grads"]
 no_sync_grad_share = gradient_bytes_after_backward(gradient_sync=False) / full_copy["grads"]
 
+
+# --- Activations: what autograd saves for backward, under DDP and under ZeRO-3 (FSDP2) ----------
+def saved_activation_bytes(net):
+    """Bytes of the tensors autograd saves for backward in one step, parameters left out (a gathered
+    FSDP weight saved for backward is a parameter, not an activation)."""
+    saved = {}
+
+    def pack(tensor):
+        if not (tensor.is_leaf and tensor.requires_grad):
+            saved[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows])
+    loss.backward()
+    return sum(saved.values())
+
+
+def fsdp2_model(recompute_activations=False):
+    net = copy.deepcopy(model)
+    for layer in net:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)
+            if recompute_activations:  # control: activation checkpointing, which does cut what is saved
+                layer.forward = functools.partial(checkpoint, layer.forward, use_reentrant=False)
+    fully_shard(net, mesh=mesh)
+    return net
+
+
+ddp_activations = saved_activation_bytes(DDP(copy.deepcopy(model)))
+zero3_activation_share = saved_activation_bytes(fsdp2_model()) / ddp_activations
+recomputed_activation_share = saved_activation_bytes(fsdp2_model(recompute_activations=True)) / ddp_activations
+
 bytes_per_rank = {"ddp": ddp_bytes, "zero1": zero1_bytes, "zero2": zero2_bytes, "zero3": zero3_bytes}
 elements = sum(p.numel() for p in model.parameters())
 details = dict(bytes_per_rank=bytes_per_rank, rank=rank, model_elements=elements)
@@ -319,4 +356,12 @@ _claims.between(
     control=no_sync_grad_share,  # the same model with no reduce-scatter in backward
     low=0.49,
     high=0.51,
+)
+_claims.between(
+    "fsdp_saves_the_same_activations_as_ddp",
+    measured=zero3_activation_share,  # FSDP2's saved activations over DDP's, same per-rank batch
+    control=recomputed_activation_share,  # the same FSDP2 model with each Linear's activations recomputed
+    low=0.99,
+    high=1.01,
+    ddp_saved_activation_bytes=ddp_activations,
 )
