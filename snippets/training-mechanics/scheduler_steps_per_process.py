@@ -171,7 +171,7 @@ _claims.equal(
 EPOCHS, K = 3, 2
 
 
-def epochs_with_accumulation(from_list, prepared_schedule=False):
+def epochs_with_accumulation(from_list, prepared_schedule=False, ceil_sized=False):
     acc = Accelerator(gradient_accumulation_steps=K)
     model = torch.nn.Linear(2, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
@@ -180,8 +180,12 @@ def epochs_with_accumulation(from_list, prepared_schedule=False):
     model, optimizer, prepared_loader = acc.prepare(model, optimizer, loader)
     batches = list(prepared_loader) if from_list else prepared_loader  # control: a list has no end signal
     floor_sized = len(prepared_loader) * EPOCHS // K  # the optimizer-step count the `//` formula assumes
+    if ceil_sized:  # ceil(len(prepared) / K) optimizer steps per epoch
+        floor_sized = -(-len(prepared_loader) // K) * EPOCHS
     if prepared_schedule:  # sized in single-process batches, stepped on every micro-batch as the examples do
         floor_sized = before_prepare * EPOCHS // K
+        if ceil_sized:  # the prepared scheduler steps num_processes times per optimizer step
+            floor_sized = -(-len(prepared_loader) // K) * EPOCHS * acc.num_processes
         scheduler = acc.prepare(LambdaLR(optimizer, linear_decay(floor_sized)))
     else:  # not prepared: stepped on sync_gradients only
         scheduler = LambdaLR(optimizer, linear_decay(floor_sized))
@@ -207,6 +211,10 @@ def epochs_with_accumulation(from_list, prepared_schedule=False):
 steps_per_run, floor_zero_at, prepared_length, floor_sized, synced = epochs_with_accumulation(from_list=False)
 steps_without_end_signal, _, _, _, synced_from_list = epochs_with_accumulation(from_list=True)
 _, prepared_zero_at, _, prepared_sized, _ = epochs_with_accumulation(from_list=False, prepared_schedule=True)
+_, ceil_zero_at, _, ceil_sized, _ = epochs_with_accumulation(from_list=False, ceil_sized=True)
+_, prepared_ceil_zero_at, _, prepared_ceil_sized, _ = epochs_with_accumulation(
+    from_list=False, prepared_schedule=True, ceil_sized=True
+)
 _claims.equal(
     "epoch_steps_round_up_with_accumulation",
     measured=steps_per_run,
@@ -219,4 +227,8 @@ _claims.equal(
     unprepared_schedule_sized_by_floor_formula_reaches_0_at_step=floor_zero_at,
     prepared_schedule_sized_before_prepare=prepared_sized,  # 10 batches x 3 epochs // 2
     prepared_schedule_reaches_0_at_step=prepared_zero_at,
+    unprepared_schedule_sized_by_ceil=ceil_sized,  # ceil(5 / 2) x 3 epochs
+    unprepared_schedule_sized_by_ceil_reaches_0_at_step=ceil_zero_at,
+    prepared_schedule_sized_by_ceil_times_num_processes=prepared_ceil_sized,  # ceil(5 / 2) x 3 x 2
+    prepared_schedule_sized_by_ceil_reaches_0_at_step=prepared_ceil_zero_at,
 )
