@@ -115,3 +115,15 @@ def test_snippet_names_are_names_not_patterns(tmp_path: Path):
     (tmp_path / "topic" / "real.py").write_text("")
     assert find_snippet("real.py", tmp_path) == tmp_path / "topic" / "real.py"
     assert not find_snippet("*.py", tmp_path).exists()
+
+
+def test_a_mutant_named_as_both_kinds_of_catch_is_refused():
+    import pydantic
+    import pytest
+
+    from verify.schema import ClaimEntry
+
+    with pytest.raises(pydantic.ValidationError, match="both breaks_when and breaks_control_when"):
+        ClaimEntry.model_validate({"says": "s", "breaks_when": ["m"], "breaks_control_when": ["m"]})
+    with pytest.raises(pydantic.ValidationError, match="or no_mutant, not both"):
+        ClaimEntry.model_validate({"says": "s", "breaks_control_when": ["m"], "no_mutant": "why"})

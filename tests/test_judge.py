@@ -75,3 +75,42 @@ def test_node_counts_proofs_declare_are_kept_under_nnodes():
     assert shape(plain) == (4, 2)
     assert shape(two_ranks) == (2, 2)  # one rank on each node
     assert shape(one_node) == (2, 1)
+
+
+def mutant_run(measured, control):
+    """A run under a mutant in which both ranks reached it and reported these values (bound: <= 0.5)."""
+    run = run_with({0: GOOD_STATE, 1: GOOD_STATE}, {"claim": "c", "measured": measured, "control": control,
+                                                     "op": "<=", "bound": 0.5})  # fmt: skip
+    for outcome in run.ranks.values():
+        outcome.mutant_reached = True
+    return run
+
+
+def judged(claim, run):
+    from pathlib import Path
+
+    from verify.judge import judge_mutant
+    from verify.mutation import Mutant
+
+    proof = Proof(page="p", snippet="ddp_gradients_match_full_batch.py", claims={"c": claim})
+    return judge_mutant(proof, Mutant("m", "a bug", lambda patch: None, Path("x")), run, CPU)
+
+
+def test_a_mutant_of_breaks_when_must_move_the_measured_value_not_only_the_control():
+    from verify.pages import Claim
+
+    only_control = mutant_run(measured=0.0, control=0.0)  # the control now meets the bound; measured unchanged
+    found = judged(Claim(says="s", breaks_when=("m",)), only_control)
+    assert found.status == "survived" and "breaks_control_when" in found.reason
+    assert found.claims["c"]["how"] == "the measured value still held; only the control met the bound"
+    moved = judged(Claim(says="s", breaks_when=("m",)), mutant_run(measured=1.0, control=1.0))
+    assert moved.status == "killed" and moved.claims["c"]["how"] == "measured missed the bound"
+
+
+def test_a_mutant_of_breaks_control_when_may_fail_the_claim_through_its_control():
+    from verify.pages import Claim
+
+    claim = Claim(says="s", breaks_when=("m",), through_control=("m",))  # as claim_from builds it
+    found = judged(claim, mutant_run(measured=0.0, control=0.0))
+    assert found.status == "killed" and found.claims["c"]["how"] == "the control met the bound"
+    assert judged(claim, mutant_run(measured=0.0, control=1.0)).status == "survived"  # nothing failed at all

@@ -129,6 +129,11 @@ class Results:
     mutants: dict = field(default_factory=dict)  # (page slug, snippet, mutant) -> MutantVerdict
 
 
+def claim_id_allows_control(proof: Proof, claim_id: str, mutant_name: str) -> bool:
+    """Whether the claim names this mutant under breaks_control_when."""
+    return mutant_name in getattr(proof.claims[claim_id], "through_control", ())
+
+
 def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchSettings) -> MutantVerdict:
     """The claims of `proof` that name `mutant`, judged on the run made with it applied."""
     named = [claim_id for claim_id, claim in proof.claims.items() if mutant.name in claim.breaks_when]
@@ -157,13 +162,19 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
             claims[claim] = {"killed": False, "how": "not reported under the mutant", "reports": []}
             continue
         outcomes = [_claims.verdict(record) for record in reports]
-        killed = not all(passed for passed, _, _ in outcomes)
-        if not killed:
+        failed = not all(passed for passed, _, _ in outcomes)
+        measured_missed = any(not holds for _, holds, _ in outcomes)
+        # A mutant of breaks_when must move the measured value itself; only one of breaks_control_when
+        # (a wrong answer about the world without the mechanism) may fail the claim through its control.
+        killed = measured_missed or (failed and claim_id_allows_control(proof, claim, mutant.name))
+        if not failed:
             how = "still held"
-        elif any(not holds for _, holds, _ in outcomes):
+        elif measured_missed:
             how = "measured missed the bound"
-        else:
+        elif killed:
             how = "the control met the bound"
+        else:
+            how = "the measured value still held; only the control met the bound"
         claims[claim] = {
             "killed": killed,
             "how": how,
@@ -177,6 +188,9 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
         values = "; ".join(
             f"{claim}: measured {claims[claim]['reports'][0]['measured']} still meets "
             f"{claims[claim]['reports'][0]['op']} {claims[claim]['reports'][0]['bound']}"
+            + (" (only the control met the bound: name the mutant under breaks_control_when if the wrong answer "
+               "is about the world without the mechanism, or make the measurement see it)"
+               if claims[claim]["how"].startswith("the measured value still held") else "")
             for claim in survivors
         )
         return verdict("survived", f"the claim(s) still held in the mutant's world: {values}", reached, claims)

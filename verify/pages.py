@@ -33,7 +33,8 @@ class Claim:
     control: str | None = None  # what the negative control removes, e.g. "no_sync, so no all-reduce"
     since: str | None = None  # first Accelerate release the claim holds for (None: any)
     until: str | None = None  # last release it holds for (None: any)
-    breaks_when: tuple = ()  # the mutants that must make it fail (MUTANTS-SPEC.md)
+    breaks_when: tuple = ()  # every mutant that must make it fail (MUTANTS-SPEC.md)
+    through_control: tuple = ()  # those of them allowed to make it fail by its control alone
     no_mutant: str | None = None  # why no mutant can break it
 
     def holds_on(self, release: str) -> bool:
@@ -152,7 +153,8 @@ def validated(path: Path, meta: dict, model, header: str | None, first_line: int
 def claim_from(entry: schema.ClaimEntry) -> Claim:
     return Claim(
         says=entry.says, control=entry.control, since=entry.since, until=entry.until,
-        breaks_when=tuple(entry.breaks_when or ()), no_mutant=entry.no_mutant,
+        breaks_when=tuple(entry.breaks_when or ()) + tuple(entry.breaks_control_when or ()),
+        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant,
     )  # fmt: skip
 
 

@@ -40,12 +40,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+MutantNames = Annotated[list[Annotated[StrictStr, Field(pattern=MUTANT_NAME)]], Field(min_length=1)]
+
+
 class ClaimEntry(Strict):
     says: StrictStr
     control: Optional[StrictStr] = None
     since: Optional[Release] = None
     until: Optional[Release] = None
-    breaks_when: Optional[Annotated[list[Annotated[StrictStr, Field(pattern=MUTANT_NAME)]], Field(min_length=1)]] = None
+    breaks_when: Optional[MutantNames] = None  # each must make the MEASURED value miss its bound
+    # each must make the claim fail through its control: the wrong answer describes the world without the
+    # mechanism, which is the path the control runs (e.g. "no_sync still all-reduces")
+    breaks_control_when: Optional[MutantNames] = None
     no_mutant: Optional[Annotated[StrictStr, Field(min_length=1)]] = None
 
     @model_validator(mode="before")
@@ -55,8 +61,12 @@ class ClaimEntry(Strict):
 
     @model_validator(mode="after")
     def one_mutant_statement(self):
-        if self.breaks_when is not None and self.no_mutant is not None:
-            raise ValueError("a claim has either breaks_when or no_mutant, not both")
+        named = (self.breaks_when or []) + (self.breaks_control_when or [])
+        if named and self.no_mutant is not None:
+            raise ValueError("a claim has either breaks_when/breaks_control_when or no_mutant, not both")
+        twice = sorted(set(self.breaks_when or []) & set(self.breaks_control_when or []))
+        if twice:
+            raise ValueError(f"mutant(s) {twice} named in both breaks_when and breaks_control_when")
         return self
 
 

@@ -21,7 +21,7 @@
 #           in one MULTI_CPU world of 2 on gloo; without it, two processes that each see
 #           DistributedType.NO and 1 process.
 #         control: the same launch without ACCELERATE_USE_CPU in the notebook's environment
-#         breaks_when: [notebook-launcher-sets-cpu-flag]
+#         breaks_control_when: [notebook-launcher-sets-cpu-flag]
 #       lab_accelerator_first_refused:
 #         says: >-
 #           After a cell has created an Accelerator in the notebook's own process, notebook_launcher

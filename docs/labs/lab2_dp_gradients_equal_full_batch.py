@@ -21,13 +21,15 @@
 #           computes on all 16 samples (max difference 3e-8, float rounding); inside no_sync each keeps
 #           its own half-batch gradient, 0.46 away.
 #         control: accelerator.no_sync(model), so DDP skips the all-reduce
-#         breaks_when: [ddp-sums-gradients, ddp-skips-allreduce, no-sync-still-allreduces]
+#         breaks_when: [ddp-sums-gradients, ddp-skips-allreduce]
+#         breaks_control_when: [no-sync-still-allreduces]
 #       lab_both_ranks_hold_the_same_gradient:
 #         says: >-
 #           After DDP's all-reduce both processes hold bit-identical gradients (difference 0.0); without
 #           it they differ.
 #         control: accelerator.no_sync(model), so DDP skips the all-reduce
-#         breaks_when: [ddp-reduces-to-rank0, ddp-skips-allreduce, no-sync-still-allreduces]
+#         breaks_when: [ddp-reduces-to-rank0, ddp-skips-allreduce]
+#         breaks_control_when: [no-sync-still-allreduces]
 # ---
 
 # %% [markdown]
