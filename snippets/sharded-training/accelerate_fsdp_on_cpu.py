@@ -10,7 +10,8 @@
 #   through it gives the plain model's output and gradients (FSDP does not need NCCL).
 #   --cpu --use_fsdp:  the launcher's own validation refuses the combination (ValueError).
 # Negative controls: the same Accelerator and prepare() with the state switched to FSDP, as
-# AcceleratorState does for MULTI_GPU (FSDPSequential, half the parameters each); the version-1 environment with FSDP_SYNC_MODULE_STATES and
+# AcceleratorState does for MULTI_GPU (FSDPSequential, half the parameters each; the type reported is
+# AcceleratorState's own, read before the switch); the version-1 environment with FSDP_SYNC_MODULE_STATES and
 # FSDP_CPU_RAM_EFFICIENT_LOADING false (no error); the same model without fully_shard (whole, 1.0);
 # --use_fsdp without --cpu (accepted).
 #
@@ -119,10 +120,13 @@ def prepared_with_fsdp_switched_on(env, **kwargs):
 
     AcceleratorState.__init__ sets distributed_type FSDP and keeps the plugin only inside its branch for
     GPU-like types (and hands the type on to PartialState); here the state gets them after the fact, and the
-    same prepare() runs."""
+    same prepare() runs. The distributed type reported is the one AcceleratorState computed, read before the
+    switch: the type the snippet sets itself would differ from MULTI_CPU whatever prepare() did, so only what
+    prepare() returns (wrapper, share held) and the messages can make the control differ from the bound."""
     found = []
     with messages_about_fsdp(found):
         acc, _ = accelerator_under(env, **kwargs)
+        kind = str(acc.distributed_type).split(".")[-1]  # AcceleratorState's own decision (MULTI_CPU here)
         saved = dict(os.environ)
         os.environ.update(env)
         try:  # the plugin Accelerator built from the environment (or was given) and the state dropped
@@ -134,7 +138,6 @@ def prepared_with_fsdp_switched_on(env, **kwargs):
         PartialState._shared_state["distributed_type"] = DistributedType.FSDP  # as the end of __init__ does
         try:
             net = prepare_model_and_optimizer(acc)
-            kind = str(acc.distributed_type).split(".")[-1]
         finally:
             PartialState._shared_state["distributed_type"] = DistributedType.MULTI_CPU  # the ranks' own type
     return [kind, type(net).__name__, round(share_held(net), 3), len(found)]
@@ -203,7 +206,7 @@ refused_with_cpu, refused_without_cpu = launcher_refuses(["--cpu", *fsdp_argv]),
 _claims.equal(
     "fsdp2_request_runs_as_ddp_on_cpu",
     measured=[v2_type, v2_wrapper, round(v2_share, 3), len(v2_messages)],  # len: warnings/logs about FSDP
-    control=control_v2,  # the same calls, FSDP switched on in the state
+    control=control_v2,  # the same calls, FSDP switched on in the state after AcceleratorState decided
     expected=["MULTI_CPU", "DistributedDataParallel", 1.0, 0],
     launcher_env=env_v2,
     error=error_v2,
