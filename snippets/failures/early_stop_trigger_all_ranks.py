@@ -2,13 +2,16 @@
 # validation shard stopped improving) at step 3. With accelerator.set_trigger() on that rank and
 # accelerator.check_trigger() on every rank (a sum all-reduce of a 0/1 flag), both ranks leave the
 # loop at step 3; the same with a hand-written all_reduce(MAX) of a flag.
-# Negative controls: the same loops (the same DDP step every step) with the flag's all-reduce removed:
-# each rank reads its own flag (for set_trigger, the flag_tensor set_trigger wrote, without
-# check_trigger's reduce): rank 1 would leave at step 3, rank 0 at step 8. A rank that really left
+# Negative controls: the same loops (the same DDP step every step) with the flag's all-reduce across
+# ranks removed, so each rank reads its own flag: check_trigger with its self.reduce made to return the
+# flag unchanged, and the same all_reduce(MAX) over a group holding only this rank. Rank 1 would leave
+# at step 3; rank 0 would run all 8 steps (steps 0-7, recorded as 8). A rank that really left
 # would leave rank 0's next backward waiting for its all-reduce (see the hang page), so the control
 # loops run every step on every rank and only record the step at which each rank would have broken.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/early_stop_trigger_all_ranks.py
+from unittest import mock
+
 import torch
 import torch.distributed as dist
 from accelerate import Accelerator
@@ -50,25 +53,32 @@ def with_allreduce_flag():
     return MAX_STEPS
 
 
-def with_trigger_not_reduced():  # control: the same loop, set_trigger's flag read on this rank only
+def with_trigger_not_reduced():  # control: the same loop, check_trigger with its reduce removed
     stop = MAX_STEPS
-    for step in range(MAX_STEPS):
-        train_step()
-        if wants_to_stop(step):
-            accelerator.set_trigger()
-        if stop == MAX_STEPS and accelerator.flag_tensor.item() >= 1:  # check_trigger without its reduce
-            stop = step  # where this rank would break; it keeps stepping so no all-reduce is left waiting
-    accelerator.check_trigger()  # every rank: clears the flag rank 1 set
+    # check_trigger sums the flags with self.reduce; here that returns this rank's flag unchanged.
+    with mock.patch.object(Accelerator, "reduce", lambda self, tensor, *args, **kwargs: tensor):
+        for step in range(MAX_STEPS):
+            train_step()
+            if wants_to_stop(step):
+                accelerator.set_trigger()
+            fired = accelerator.check_trigger()  # this rank's flag only; it resets the flag once it fired
+            if fired and stop == MAX_STEPS:
+                stop = step  # where this rank would break; it keeps stepping so no all-reduce is left waiting
     return stop
 
 
-def with_flag_not_reduced():  # control: the same all_reduce-flag loop without the all_reduce
+# Every rank creates every one-rank group, in the same order (new_group is collective); each keeps its own.
+own_group = [dist.new_group([r]) for r in range(accelerator.num_processes)][rank]
+
+
+def with_flag_not_reduced():  # control: the same all_reduce-flag loop, the all_reduce over this rank alone
     stop = MAX_STEPS
     for step in range(MAX_STEPS):
         train_step()
         flag = torch.tensor([1.0 if wants_to_stop(step) else 0.0])
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=own_group)  # no other rank's flag comes in
         if stop == MAX_STEPS and flag.item() > 0:
-            stop = step
+            stop = step  # where this rank would break; it keeps stepping so no all-reduce is left waiting
     return stop
 
 
