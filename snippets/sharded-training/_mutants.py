@@ -621,3 +621,22 @@ def fully_shard_checkpoints_activations(patch):
         return result
 
     patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "fully-shard-recomputes-activations",
+    "fully_shard also checkpoints every unit it wraps, the root included (its forward is recomputed in backward), "
+    "so sharding itself cuts what autograd saves",
+)
+def fully_shard_recomputes_activations(patch):
+    import functools
+
+    import torch.distributed.fsdp as fsdp
+    from torch.utils.checkpoint import checkpoint
+
+    def fully_shard(original, module, *args, **kwargs):
+        result = original(module, *args, **kwargs)
+        module.forward = functools.partial(checkpoint, module.forward, use_reentrant=False)
+        return result
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
