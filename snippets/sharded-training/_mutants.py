@@ -604,26 +604,6 @@ def fsdp_nested_units_sum_gradients(patch):
 
 
 @mutant(
-    "fully-shard-checkpoints-activations",
-    "fully_shard also recomputes each leaf unit's activations in backward, so sharding itself cuts what "
-    "autograd saves",
-)
-def fully_shard_checkpoints_activations(patch):
-    import functools
-
-    import torch.distributed.fsdp as fsdp
-    from torch.utils.checkpoint import checkpoint
-
-    def fully_shard(original, module, *args, **kwargs):
-        result = original(module, *args, **kwargs)
-        if not list(module.children()):  # a leaf unit: save nothing, recompute in backward
-            module.forward = functools.partial(checkpoint, module.forward, use_reentrant=False)
-        return result
-
-    patch.wrap(fsdp, "fully_shard", fully_shard)
-
-
-@mutant(
     "fully-shard-recomputes-activations",
     "fully_shard also checkpoints every unit it wraps, the root included (its forward is recomputed in backward), "
     "so sharding itself cuts what autograd saves",

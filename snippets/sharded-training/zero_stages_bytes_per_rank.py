@@ -245,7 +245,7 @@ no_sync_grad_share = gradient_bytes_after_backward(gradient_sync=False) / full_c
 def saved_activation_bytes(net):
     """Bytes (storages, each once) of the tensors autograd saves for backward in one step, parameters
     and views of them left out: Linear saves weight.t(), a non-leaf view of the weight (under FSDP2 of the
-    gathered weight), which a leaf-only test would count as an activation (33,280 of 41,664 bytes here)."""
+    gathered weight), which a leaf-only test would count as an activation."""
     saved = {}
 
     def pack(tensor):
