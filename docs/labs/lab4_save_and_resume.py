@@ -35,7 +35,8 @@
 #
 # `accelerator.save_state(folder)` writes the model, the optimizer (Adam's moments and step count), the
 # scheduler, the gradient scaler and every process's random-number generators; the main process writes
-# the shared files, each process its own `random_states_<i>.pkl`. `accelerator.load_state(folder)`,
+# the model, optimizer and scheduler files, each process its own `random_states_<i>.pkl` (and, when fp16
+# made a scaler, `scaler.pt`, every process to the same name). `accelerator.load_state(folder)`,
 # called after `prepare`, puts all of it back. The lab runs 4 steps in one go, then 2 steps + save, a
 # "crash" (the processes end), and 2 more steps in new processes after `load_state`.
 
