@@ -25,7 +25,7 @@
 #       lab_accelerator_first_refused:
 #         says: >-
 #           After a cell has created an Accelerator in the notebook's own process, notebook_launcher
-#           raises ValueError and starts no process.
+#           raises ValueError and starts no process (no worker writes its result).
 #         control: the same call before any Accelerator exists in the notebook
 #         breaks_when: [notebook-launcher-ignores-existing-accelerator]
 # ---
@@ -41,8 +41,11 @@
 #    `ACCELERATE_USE_CPU=true` first.
 # 2. **An `Accelerator` created in the notebook** before the launch: the launcher refuses to start.
 #    Create it inside the training function.
-# 3. **A GPU touched before the fork** (`torch.cuda` calls, `.to("cuda")`, some imports): CUDA cannot be
-#    re-initialised in a forked child. This machine has no GPU, so the lab can only check the guard.
+# 3. **A GPU touched before the fork** (a `torch.cuda` call that initialises CUDA, `.to("cuda")`, some
+#    imports): CUDA cannot be re-initialised in a forked child (`torch.cuda._lazy_init` raises "Cannot
+#    re-initialize CUDA in forked subprocess"). Not every `torch.cuda` call does it: the first cell calls
+#    `torch.cuda.is_initialized()`, which initialises nothing. This machine has no GPU, so the lab can only
+#    print that check before the fork.
 #
 # Run it top to bottom in Jupyter (`jupyter lab docs/labs/lab1_first_distributed_run.py`, opened as a
 # notebook with jupytext), or let `python -m pytest verify -k lab1` execute it and judge its claims.
@@ -92,14 +95,19 @@ def train(results_dir):
     pathlib.Path(results_dir, f"{os.getpid()}.json").write_text(json.dumps(seen))
 
 
-def launch(use_cpu):
-    """One notebook_launcher call; returns what each worker saw."""
+def launch(use_cpu, started=None):
+    """One notebook_launcher call; returns what each worker saw. `started` (a list) gets the number of workers
+    that wrote a result, also when the launcher raises."""
     if use_cpu:
         os.environ["ACCELERATE_USE_CPU"] = "true"  # <- what makes the workers use gloo on the CPU
     else:
         os.environ.pop("ACCELERATE_USE_CPU", None)
     with tempfile.TemporaryDirectory() as results_dir:
-        notebook_launcher(train, args=(results_dir,), num_processes=2, use_port=free_port())
+        try:
+            notebook_launcher(train, args=(results_dir,), num_processes=2, use_port=free_port())
+        finally:
+            if started is not None:
+                started.append(len(list(pathlib.Path(results_dir).glob("*.json"))))
         return sorted((json.loads(p.read_text()) for p in pathlib.Path(results_dir).glob("*.json")),
                       key=lambda seen: seen["rank"])
 
@@ -108,8 +116,9 @@ def launch(use_cpu):
 # ## The right way on CPU: `ACCELERATE_USE_CPU=true`
 
 # %%
+started_before = []  # how many workers wrote a result
 try:  # no Accelerator exists in the notebook yet: this call must start (the control of trap 2)
-    world, before = launch(use_cpu=True), None
+    world, before = launch(use_cpu=True, started=started_before), None
 except ValueError as error:
     world, before = [], str(error)
 for seen in world:
@@ -119,7 +128,10 @@ for seen in world:
 # ## Trap 1: the same call without the CPU flag
 #
 # Both workers say `NO` and 1 process: the training would run twice, each copy on all the data, and
-# nothing would be averaged.
+# nothing would be averaged. torch.distributed itself does form a world of 2 (the printed `world_size` 2
+# and `sum` 2.0 come from an all-reduce over it): with `LOCAL_RANK` set and no CPU flag,
+# `PartialState.__init__` (accelerate/state.py) still calls `init_process_group`, but `_prepare_backend`
+# finds no GPU, so the backend stays None and Accelerate reports `NO`; `prepare` then wraps nothing in DDP.
 
 # %%
 alone = launch(use_cpu=False)
@@ -134,12 +146,13 @@ os.environ["ACCELERATE_USE_CPU"] = "true"
 print("before:", before)  # what the first launch, before any Accelerator existed here, raised: nothing
 
 notebook_accelerator = Accelerator()  # the mistake: a cell that creates one in the notebook's process
+started_after = []
 try:
-    launch(use_cpu=True)
+    launch(use_cpu=True, started=started_after)
     after = None
 except ValueError as error:
     after = str(error)
-print("after:", after)
+print("after:", after, " workers that ran:", started_after)
 AcceleratorState._reset_state(reset_partial_state=True)  # what restarting the kernel would do
 
 # %% [markdown]
@@ -154,12 +167,13 @@ _claims.equal(
     expected=[["MULTI_CPU", 2, "gloo"], ["MULTI_CPU", 2, "gloo"]],
     sums=[s["sum"] for s in world],
     world=world,
+    world_without_flag=alone,  # torch.distributed's rank, world_size and all-reduced sum in the control
 )
-_claims.equal(
+_claims.equal(  # [refused with the launcher's message, number of workers that ran]
     "lab_accelerator_first_refused",
-    measured=refused(after),
-    control=refused(before),
-    expected=True,
+    measured=[refused(after), started_after[0]],
+    control=[refused(before), started_before[0]],
+    expected=[True, 0],
     error=after,
     world=world,
 )

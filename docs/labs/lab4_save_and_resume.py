@@ -18,8 +18,8 @@
 #       lab_resume_matches_uninterrupted:
 #         says: >-
 #           A run of 4 Adam steps on 2 processes, and a run that saves with save_state after step 2,
-#           dies, and is resumed by new processes with load_state, end with the same weights
-#           (difference 0.0); resumed without load_state they end far apart.
+#           whose processes then exit, resumed by new processes with load_state, end with the same
+#           weights (difference 0.0); resumed without load_state they end 0.84 apart.
 #         control: the same second run without accelerator.load_state (fresh weights and optimizer)
 #         breaks_when: [load-state-restores-nothing]
 #       lab_optimizer_state_comes_back:
@@ -34,11 +34,16 @@
 # # Lab 4: saving and resuming a 2-process run
 #
 # `accelerator.save_state(folder)` writes the model, the optimizer (Adam's moments and step count), the
-# scheduler, the gradient scaler and every process's random-number generators; the main process writes
-# the model, optimizer and scheduler files, each process its own `random_states_<i>.pkl` (and, when fp16
-# made a scaler, `scaler.pt`, every process to the same name). `accelerator.load_state(folder)`,
-# called after `prepare`, puts all of it back. The lab runs 4 steps in one go, then 2 steps + save, a
-# "crash" (the processes end), and 2 more steps in new processes after `load_state`.
+# schedulers passed to `prepare` and the gradient scaler when there are any, and every process's
+# random-number generator states: the main process writes the model, optimizer and scheduler files, each
+# process its own `random_states_<i>.pkl` (and, when fp16 made a scaler, `scaler.pt`, every process to the
+# same name; `save_accelerator_state` in accelerate/checkpointing.py). This lab has no
+# scheduler and no scaler, so its checkpoint holds `model.safetensors`, `optimizer.bin`,
+# `random_states_0.pkl` and `random_states_1.pkl` (`checkpoint_files` in the evidence).
+# `accelerator.load_state(folder)`, called after `prepare`, loads them back (`load_accelerator_state`);
+# the claims check the weights and Adam's step counter, not the random-number states. The lab runs 4 steps
+# in one go, then 2 steps + save, a "crash" (the processes end normally after saving), and 2 more steps
+# in new processes after `load_state`.
 
 # %%
 import json
