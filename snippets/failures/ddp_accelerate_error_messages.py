@@ -68,7 +68,10 @@ _claims.equal(
 )
 _claims.equal(
     "ddp_detects_different_models_at_wrap_time",
-    measured=int("DDP expects same model across all ranks" in differ_error),
+    # Each rank names itself first (the C++ count check stops at the first rank whose count differs).
+    measured=int(("DDP expects same model across all ranks, but "
+                  + ("Rank 1 has 4 params, while rank 0 has inconsistent 2 params." if rank == 1
+                     else f"Rank {rank} has 2 params, while rank 1 has inconsistent 4 params.")) in differ_error),
     control=int("DDP expects same model across all ranks" in same_error),
     expected=1,
     error=differ_error[:400],
@@ -82,7 +85,8 @@ _claims.equal(
 )
 _claims.equal(
     "debug_mode_names_gather_shape_mismatch",
-    measured=int("Cannot apply desired operation due to shape mismatches" in gather_error),
+    measured=int("Cannot apply desired operation due to shape mismatches" in gather_error
+                 and "Process 0: [2]" in gather_error and "Process 1: [3]" in gather_error),
     control=int("Cannot apply desired operation due to shape mismatches" in padded_error),
     expected=1,
     error=gather_error[:500],
