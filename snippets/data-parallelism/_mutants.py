@@ -401,3 +401,23 @@ def ddp_ignored_outputs_expect_gradients(patch):
 
     # Function.apply is a classmethod: the wrapper receives the class, then DDP's weakref, then the outputs.
     patch.wrap(_DDPSink, "apply", lambda original, cls, ddp_weakref, *outputs: outputs)
+
+
+@mutant(
+    "convert-sync-batchnorm-fresh-weights",
+    "convert_sync_batchnorm swaps in SyncBatchNorm layers with freshly initialised weight and bias instead of "
+    "keeping the BatchNorm's own",
+)
+def convert_sync_batchnorm_fresh_weights(patch):
+    import torch
+
+    def fresh(original, cls, module, process_group=None):
+        converted = original(cls, module, process_group)
+        for layer in converted.modules():
+            if isinstance(layer, torch.nn.SyncBatchNorm) and layer.affine:
+                patch.ran()
+                layer.weight = torch.nn.Parameter(torch.ones_like(layer.weight))
+                layer.bias = torch.nn.Parameter(torch.zeros_like(layer.bias))
+        return converted
+
+    patch.wrap(torch.nn.SyncBatchNorm, "convert_sync_batchnorm", fresh)

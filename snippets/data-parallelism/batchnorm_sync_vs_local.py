@@ -74,6 +74,8 @@ stats_spread_after_next_forward = running_mean_spread(local_model)
 
 # torch.nn.SyncBatchNorm: convert_sync_batchnorm swaps every BatchNorm*d layer ...
 plain = make_model()
+with torch.no_grad():  # a weight that is not BatchNorm's default of ones, so "kept" can be told from "re-initialised"
+    plain[1].weight.copy_(torch.linspace(0.5, 2.0, 16))
 converted = torch.nn.SyncBatchNorm.convert_sync_batchnorm(copy.deepcopy(plain))
 count_sync = lambda m: sum(isinstance(x, torch.nn.SyncBatchNorm) for x in m.modules())  # noqa: E731
 # ... but DDP refuses it on CPU (DistributedDataParallel._passing_sync_batchnorm_handle).
@@ -116,8 +118,10 @@ _claims.equal(
 )
 _claims.equal(
     "convert_sync_batchnorm_swaps_layers",
-    measured=count_sync(converted),
+    # SyncBatchNorm layers holding the original (non-default) weight: 0 if the conversion re-initialised it
+    measured=count_sync(converted) * int(torch.equal(converted[1].weight, plain[1].weight)),
     control=count_sync(plain),
     expected=1,
+    sync_layers=count_sync(converted),
     weights_kept=bool(torch.equal(converted[1].weight, plain[1].weight)),
 )

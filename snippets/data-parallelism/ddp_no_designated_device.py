@@ -6,8 +6,8 @@
 #   3. Weights are broadcast from rank 0 only when DDP is constructed, never by a training step:
 #      a replica nudged after construction stays nudged. Negative control: wrapping it again re-syncs it.
 #   4. Once DDP has settled its buckets (first 2 iterations), a training step of a model WITHOUT buffers
-#      runs no rooted collective (broadcast/reduce/gather/scatter), only all-reduce. Negative control:
-#      DDP construction does.
+#      runs no c10d collective other than all-reduce (no broadcast/reduce/gather/scatter/all-gather).
+#      Negative control: DDP construction runs broadcasts and an all-gather.
 #   5. Buffers are the exception: with the default forward_sync_buffers (formerly broadcast_buffers) DDP
 #      broadcasts rank 0's buffers before every forward that follows a gradient-synchronising one (every
 #      step of a plain loop), so a buffer set differently on each rank after
@@ -138,11 +138,18 @@ _claims.at_least(
     bound=NUDGE / 2,
     nudge=NUDGE,
 )
+def collectives_other_than_all_reduce(trace):
+    """c10d collectives in a profile that are not all-reduces (broadcast, reduce, gather, all-gather ...)."""
+    return sum(e.name.startswith("c10d::") and e.name != "c10d::allreduce_" for e in trace.events())
+
+
 _claims.equal(
     "no_rooted_collective_in_settled_steps",
-    measured=sum(e.name in ROOTED for e in settled.events()),
-    control=sum(e.name in ROOTED for e in construction.events()),
+    measured=collectives_other_than_all_reduce(settled),
+    control=collectives_other_than_all_reduce(construction),
     expected=0,
+    rooted_in_settled_steps=sum(e.name in ROOTED for e in settled.events()),
+    construction_collectives=sorted(e.name for e in construction.events() if e.name.startswith("c10d::")),
     all_reduces_in_settled_steps=sum(e.name == "c10d::allreduce_" for e in settled.events()),
     settled_steps=STEPS - 2,
 )
