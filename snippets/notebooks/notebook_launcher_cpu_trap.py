@@ -78,11 +78,19 @@ if accelerator.is_main_process:
         """Per process: what Accelerate believes (type, number of processes) and torch's world size."""
         return sorted([w["type"], w["num_processes"], w["torch_world"]] for w in cases[case]["workers"])
 
+    def seen(case):
+        """What the sentences name: the worlds, torch's backends, Accelerate's process indices, the all-reduce."""
+        workers = cases[case]["workers"]
+        return [world(case), sorted(str(w["backend"]) for w in workers),
+                sorted(w["process_index"] for w in workers), sorted(w["sum"] for w in workers)]
+
     _claims.equal(
         "plain_launch_gives_two_lone_processes",
-        measured=world("plain"),
-        control=world("use_cpu"),
-        expected=[["NO", 1, 2], ["NO", 1, 2]],  # torch has a group of 2; Accelerate sees 1 process
+        measured=seen("plain") + [cases["plain"]["printed"]],
+        control=seen("use_cpu") + [cases["use_cpu"]["printed"]],
+        # torch has a group of 2 (no backend); Accelerate sees 1 process, index 0 in both; 1 + 1 = 2
+        expected=[[["NO", 1, 2], ["NO", 1, 2]], ["undefined", "undefined"], [0, 0], [2.0, 2.0],
+                  "Launching training on 2 CUDAs."],
         backends=[w["backend"] for w in cases["plain"]["workers"]],
         printed=cases["plain"]["printed"],
         sums=[w["sum"] for w in cases["plain"]["workers"]],
@@ -91,9 +99,10 @@ if accelerator.is_main_process:
     )
     _claims.equal(
         "use_cpu_gives_one_gloo_world_of_two",
-        measured=world("use_cpu"),
-        control=world("plain"),
-        expected=[["MULTI_CPU", 2, 2], ["MULTI_CPU", 2, 2]],
+        measured=seen("use_cpu"),
+        control=seen("plain"),
+        # one world of 2 on gloo, indices 0 and 1; the all-reduce of 1 and 2 gives 3 on both
+        expected=[[["MULTI_CPU", 2, 2], ["MULTI_CPU", 2, 2]], ["gloo", "gloo"], [0, 1], [3.0, 3.0]],
         backends=[w["backend"] for w in cases["use_cpu"]["workers"]],
         printed=cases["use_cpu"]["printed"],
         sums=[w["sum"] for w in cases["use_cpu"]["workers"]],
