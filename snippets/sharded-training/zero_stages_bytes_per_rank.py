@@ -342,9 +342,11 @@ _claims.between(
 )
 _claims.at_most(
     "zero3_shards_parameters",
-    measured=share(zero3_bytes, "params"),
-    control=share(ddp_bytes, "params"),  # DDP: a full replica of the weights
+    # the largest of this rank's parameter, gradient and Adam-state shares: all three must be about half
+    measured=max(share(zero3_bytes, part) for part in ("params", "grads", "optimizer")),
+    control=max(share(ddp_bytes, part) for part in ("params", "grads", "optimizer")),  # DDP: full replicas
     tolerance=0.55,  # dim-0 shards of each tensor: about half (odd row counts round up on rank 0)
+    params_share=share(zero3_bytes, "params"),
     grads_share=share(zero3_bytes, "grads"),
     optimizer_share=share(zero3_bytes, "optimizer"),
     **details,
