@@ -60,11 +60,13 @@ finally:
 
 _claims.equal(
     "ddp_refuses_model_without_trainable_parameters",
-    measured=int("DistributedDataParallel is not needed when a module doesn't have any parameter that "
+    measured=int(frozen_error.startswith("RuntimeError: ")
+                 and "DistributedDataParallel is not needed when a module doesn't have any parameter that "
                  "requires a gradient." in frozen_error),
     control=int("DistributedDataParallel is not needed" in trainable_error),
     expected=1,
     error=frozen_error,
+    control_error=trainable_error,  # "" when the trainable model prepared
 )
 _claims.equal(
     "ddp_detects_different_models_at_wrap_time",
@@ -75,19 +77,25 @@ _claims.equal(
     control=int("DDP expects same model across all ranks" in same_error),
     expected=1,
     error=differ_error[:400],
+    control_error=same_error[:400],  # "" when the identical models prepared
 )
 _claims.equal(
     "accelerator_state_cannot_change_in_process",
-    measured=int("AcceleratorState has already been initialized and cannot be changed" in precision_error),
+    # The whole text the page quotes, flag included, and its type.
+    measured=int(precision_error == "ValueError: AcceleratorState has already been initialized and cannot be "
+                 "changed, restart your runtime completely and pass `mixed_precision='bf16'` to `Accelerator()`."),
     control=int("AcceleratorState has already been initialized" in same_settings_error),
     expected=1,
     error=precision_error,
+    control_error=same_settings_error,  # "" when the second Accelerator() was created
 )
 _claims.equal(
     "debug_mode_names_gather_shape_mismatch",
-    measured=int("Cannot apply desired operation due to shape mismatches" in gather_error
+    measured=int(gather_error.startswith("DistributedOperationException: ")
+                 and "Cannot apply desired operation due to shape mismatches" in gather_error
                  and "Process 0: [2]" in gather_error and "Process 1: [3]" in gather_error),
     control=int("Cannot apply desired operation due to shape mismatches" in padded_error),
     expected=1,
     error=gather_error[:500],
+    control_error=padded_error[:500],  # "" when the padded gather ran
 )
