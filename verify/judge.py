@@ -129,9 +129,7 @@ class Results:
     mutants: dict = field(default_factory=dict)  # (page slug, snippet, mutant) -> MutantVerdict
 
 
-def claim_id_allows_control(proof: Proof, claim_id: str, mutant_name: str) -> bool:
-    """Whether the claim names this mutant under breaks_control_when."""
-    return mutant_name in getattr(proof.claims[claim_id], "through_control", ())
+ONLY_THE_CONTROL_MOVED = "the measured value still held; only the control met the bound"
 
 
 def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchSettings) -> MutantVerdict:
@@ -166,7 +164,7 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
         measured_missed = any(not holds for _, holds, _ in outcomes)
         # A mutant of breaks_when must move the measured value itself; only one of breaks_control_when
         # (a wrong answer about the world without the mechanism) may fail the claim through its control.
-        killed = measured_missed or (failed and claim_id_allows_control(proof, claim, mutant.name))
+        killed = measured_missed or (failed and mutant.name in proof.claims[claim].through_control)
         if not failed:
             how = "still held"
         elif measured_missed:
@@ -174,7 +172,7 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
         elif killed:
             how = "the control met the bound"
         else:
-            how = "the measured value still held; only the control met the bound"
+            how = ONLY_THE_CONTROL_MOVED
         claims[claim] = {
             "killed": killed,
             "how": how,
@@ -190,7 +188,7 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
             f"{claims[claim]['reports'][0]['op']} {claims[claim]['reports'][0]['bound']}"
             + (" (only the control met the bound: name the mutant under breaks_control_when if the wrong answer "
                "is about the world without the mechanism, or make the measurement see it)"
-               if claims[claim]["how"].startswith("the measured value still held") else "")
+               if claims[claim]["how"] == ONLY_THE_CONTROL_MOVED else "")
             for claim in survivors
         )
         return verdict("survived", f"the claim(s) still held in the mutant's world: {values}", reached, claims)
