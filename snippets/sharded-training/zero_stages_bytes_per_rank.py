@@ -190,11 +190,19 @@ def weights(net):
 
 # --- ZeRO-3: FSDP2 shards the parameters themselves (DTensors, dim-0 shards) ----------------------
 mesh = init_device_mesh("cpu", (world,))  # the ranks' existing gloo group, seen as a 1-D mesh
-zero3 = copy.deepcopy(model)
-for layer in zero3:
-    if isinstance(layer, torch.nn.Linear):
-        fully_shard(layer, mesh=mesh)  # one FSDP unit per Linear ...
-fully_shard(zero3, mesh=mesh)  # ... then the root
+
+
+def fsdp2_model(**fully_shard_options):
+    """A copy of the model under FSDP2: one unit per Linear, then the root."""
+    net = copy.deepcopy(model)
+    for layer in net:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh, **fully_shard_options)
+    fully_shard(net, mesh=mesh, **fully_shard_options)
+    return net
+
+
+zero3 = fsdp2_model()
 zero3_adam = torch.optim.Adam(zero3.parameters(), lr=1e-3)
 one_step(zero3, zero3_adam)
 zero3_bytes = {
@@ -225,11 +233,7 @@ def bytes_kept_alive(root):
 
 
 def gradient_bytes_after_backward(gradient_sync):
-    net = copy.deepcopy(model)
-    for layer in net:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer, mesh=mesh, reshard_after_forward=False)  # parameters stay gathered until backward
-    fully_shard(net, mesh=mesh, reshard_after_forward=False)
+    net = fsdp2_model(reshard_after_forward=False)  # parameters stay gathered from forward to backward
     if isinstance(net, FSDPModule):  # a module fully_shard did not convert has no such switch
         net.set_requires_gradient_sync(gradient_sync)  # False: no reduce-scatter in backward (FSDP2's no_sync)
     before = bytes_kept_alive(net)
@@ -260,21 +264,13 @@ def saved_activation_bytes(net):
     return sum(saved.values())
 
 
-def fsdp2_model(recompute_activations=False):
-    net = copy.deepcopy(model)
-    for layer in net:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer, mesh=mesh)
-    fully_shard(net, mesh=mesh)
-    if recompute_activations:  # control: the whole forward checkpointed, which does cut what is saved
-        # (checkpointing each Linear alone would not here: its input is the Tanh output Tanh saves anyway)
-        net.forward = functools.partial(checkpoint, net.forward, use_reentrant=False)
-    return net
-
+recomputed = fsdp2_model()  # control: the whole forward checkpointed, which does cut what is saved
+# (checkpointing each Linear alone would not here: its input is the Tanh output Tanh saves anyway)
+recomputed.forward = functools.partial(checkpoint, recomputed.forward, use_reentrant=False)
 
 ddp_activations = saved_activation_bytes(DDP(copy.deepcopy(model)))
 zero3_activations = saved_activation_bytes(fsdp2_model())
-recomputed_activations = saved_activation_bytes(fsdp2_model(recompute_activations=True))
+recomputed_activations = saved_activation_bytes(recomputed)
 zero3_activation_share = zero3_activations / ddp_activations
 recomputed_activation_share = recomputed_activations / ddp_activations
 
