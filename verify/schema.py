@@ -53,6 +53,9 @@ class ClaimEntry(Strict):
     # mechanism, which is the path the control runs (e.g. "no_sync still all-reduces")
     breaks_control_when: Optional[MutantNames] = None
     no_mutant: Optional[Annotated[StrictStr, Field(min_length=1)]] = None
+    # evidence level (data/levels-spec.md): a claim runs a measurement unless it declares a model;
+    # a claim in a `requires: cuda` proof is GPU-ready whatever it declares here
+    level: Optional[Literal["measured", "modelled"]] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -108,6 +111,7 @@ class PageMeta(Strict):
     key_facts: Optional[list[dict]] = None  # checked by verify/website/study.py
     handout_errors: Optional[list[dict]] = None  # checked by the errata table (verify/website/hooks.py)
     figures: Optional[list] = None  # checked by verify/website/figures.py, with the page's claim ids
+    sources: Optional[dict] = None  # checked quotes (evidence level "sourced", data/levels-spec.md)
     proofs: Optional[list[ProofEntry]] = None
     # mkdocs-material's own page settings
     hide: Optional[list[StrictStr]] = None
