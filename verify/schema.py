@@ -56,6 +56,8 @@ class ClaimEntry(Strict):
     # evidence level (data/levels-spec.md): a claim runs a measurement unless it declares a model;
     # a claim in a `requires: cuda` proof is GPU-ready whatever it declares here
     level: Optional[Literal["measured", "modelled"]] = None
+    # the arguments this claim's run leaves out, so that it reads their defaults (verify/website/prose.py)
+    omits: Optional[Annotated[list[StrictStr], Field(min_length=1)]] = None
 
     @model_validator(mode="before")
     @classmethod
