@@ -57,14 +57,15 @@ def release_dir(release: str) -> Path | None:
         return None
     target = RELEASES_DIR / f"accelerate-{release}"
     if not (target / "accelerate").is_dir():
-        wanted = [f"accelerate=={release}"]
-        if Version(release) < Version("0.20"):
-            wanted.append("setuptools<81")  # those releases import pkg_resources, gone from setuptools 81
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), *wanted],
-            check=True,
-        )
+        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
+        subprocess.run([*pip, f"accelerate=={release}"], check=True)
+        if imports_pkg_resources(target / "accelerate"):  # gone from setuptools 81; such releases need an older one
+            subprocess.run([*pip, "--upgrade", "setuptools<81"], check=True)
     return target
+
+
+def imports_pkg_resources(package: Path) -> bool:
+    return any("import pkg_resources" in path.read_text(errors="replace") for path in package.rglob("*.py"))
 
 
 def in_range(release: str, since: str | None, until: str | None) -> bool:
