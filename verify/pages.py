@@ -36,6 +36,7 @@ class Claim:
     breaks_when: tuple = ()  # every mutant that must make it fail (MUTANTS-SPEC.md)
     through_control: tuple = ()  # those of them allowed to make it fail by its control alone
     no_mutant: str | None = None  # why no mutant can break it
+    level: str | None = None  # "modelled" for a model run on CPU; None: measured (data/levels-spec.md)
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -103,6 +104,11 @@ class Page:
         return self.meta.get("handout_errors") or []
 
     @property
+    def sources(self) -> dict:
+        """Checked quotes, source id -> {quote, in, backs} (validated by verify/schema.py)."""
+        return self.meta.get("sources") or {}
+
+    @property
     def claim_ids(self) -> list[str]:
         return [claim for proof in self.proofs for claim in proof.claims]
 
@@ -154,7 +160,7 @@ def claim_from(entry: schema.ClaimEntry) -> Claim:
     return Claim(
         says=entry.says, control=entry.control, since=entry.since, until=entry.until,
         breaks_when=tuple(entry.breaks_when or ()) + tuple(entry.breaks_control_when or ()),
-        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant,
+        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant, level=entry.level,
     )  # fmt: skip
 
 
