@@ -82,6 +82,8 @@ def body_and_first_line(path: Path) -> tuple[str, int]:
 
 def parse_marker(body: str, line: int) -> Marker:
     pairs, problems = [], []
+    if not body.strip():
+        return Marker(line=line, pairs=(), problems=("an evidence marker names no level and id",))
     for item in (piece.strip() for piece in body.split(",")):
         found = PAIR.match(item)
         if not found:
@@ -195,8 +197,6 @@ def problems(page: Page) -> list[str]:
     found = []
     for marker in markers(text, first):
         found += [f"{page.path}:{marker.line}: {problem}" for problem in marker.problems]
-        if not marker.pairs and not marker.problems:
-            found.append(f"{page.path}:{marker.line}: an evidence marker names no level and id")
         for level, name in marker.pairs:
             if name not in known:
                 found.append(f"{page.path}:{marker.line}: {name!r} is neither a claim nor a source of this page")

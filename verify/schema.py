@@ -89,11 +89,18 @@ def _claim_ids(claims: dict) -> dict:
 Claims = Annotated[dict[StrictStr, ClaimEntry], Field(min_length=1), AfterValidator(_claim_ids)]
 
 
+def _source_in(value: str) -> str:
+    if not re.fullmatch(SOURCE_IN, value):
+        raise ValueError(f"{value!r} is neither excerpt:NAME (data/excerpts/NAME.md) nor installed:PATH (a file "
+                         "under site-packages, e.g. installed:torch/distributed/distributed_c10d.py)")
+    return value
+
+
 class SourceEntry(Strict):
     """A checked quote (evidence level "sourced"): its exact words, where they are, and what they back."""
 
     quote: Annotated[StrictStr, Field(min_length=1)]
-    in_: Annotated[StrictStr, Field(alias="in", pattern=SOURCE_IN)]
+    in_: Annotated[StrictStr, Field(alias="in"), AfterValidator(_source_in)]
     backs: Annotated[StrictStr, Field(min_length=1)]
 
     @model_validator(mode="after")
