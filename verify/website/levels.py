@@ -81,26 +81,46 @@ def source_label(source_id: str, entry: dict) -> tuple[str, str]:
     kind, target = sources.kind_and_target(entry["in"])
     if kind == "excerpt":
         excerpt = sources.load_excerpt(target)
-        return f"{excerpt.meta.title} ({excerpt.meta.at})", excerpt.meta.url
+        at = re.sub(r"\b([0-9a-f]{10})[0-9a-f]{30}\b", r"\1", excerpt.meta.at)  # a commit, shortened (the url has it whole)
+        return f"{excerpt.meta.title} ({at})", excerpt.meta.url
     return f"{target} ({installed_version(target)}, installed)", f"#{source_anchor(source_id)}"
 
 
 def evidence_line(marker: levels.Marker, page: Page) -> str:
-    """The small line under a labelled paragraph."""
-    parts = []
+    """The small line under a labelled paragraph: each level once, then what backs it. Several quotes
+    from one file name it once, then link each quote ('accelerate/state.py (...) quotes 1, 2, 3')."""
+    groups: dict = {}  # level -> [target html], in the marker's order
+    quoted: dict = {}  # source label -> (link, [source ids])
     for level, name in marker.pairs:
-        tag = f'<span class="ev-level ev-level--{esc(level)}">{esc(SHORT[level])}</span>'
         if level == "sourced":
             words, link = source_label(name, page.sources[name])
-            title = page.sources[name]["quote"]
-            target = f'<a href="{esc(link)}" title="{esc(sources.normalised(title))}">{esc(words)}</a>'
-        else:
-            says = next(proof.claims[name].says for proof in page.proofs if name in proof.claims)
-            target = f'<a href="#{esc(claim_anchor(name))}" title="{esc(says)}"><code>{esc(name)}</code></a>'
-            if level == "gpu-ready" and name not in ran_on_gpu(page):
-                target += " (not yet run on a GPU)"
-        parts.append(f"{tag} · {target}")
+            if words not in quoted:
+                groups.setdefault(level, []).append(words)
+            quoted.setdefault(words, (link, []))[1].append(name)
+            continue
+        says = next(proof.claims[name].says for proof in page.proofs if name in proof.claims)
+        target = f'<a href="#{esc(claim_anchor(name))}" title="{esc(says)}"><code>{esc(name)}</code></a>'
+        if level == "gpu-ready" and name not in ran_on_gpu(page):
+            target += " (not yet run on a GPU)"
+        groups.setdefault(level, []).append(target)
+    parts = []
+    for level, targets in groups.items():
+        if level == "sourced":
+            targets = [source_links(words, *quoted[words], page) for words in targets]
+        tag = f'<span class="ev-level ev-level--{esc(level)}">{esc(SHORT[level])}</span>'
+        parts.append(f"{tag} · {', '.join(targets)}")
     return f'<p class="ev-line">Evidence: {"; ".join(parts)}</p>'
+
+
+def source_links(words: str, link: str, names: list, page: Page) -> str:
+    def quote_title(name):
+        return esc(sources.normalised(page.sources[name]["quote"]))
+
+    if len(names) == 1:
+        return f'<a href="{esc(link)}" title="{quote_title(names[0])}">{esc(words)}</a>'
+    numbered = ", ".join(f'<a href="#{esc(source_anchor(name))}" title="{quote_title(name)}">{number}</a>'
+                         for number, name in enumerate(names, start=1))  # fmt: skip
+    return f'<a href="{esc(link)}">{esc(words)}</a> (quotes {numbered})'
 
 
 def header_line(page: Page) -> str:
@@ -116,9 +136,12 @@ def checked_quotes(page: Page) -> str:
     """Every checked quote of the page, with where it is and what it backs (the `#source-<id>` anchors)."""
     items = []
     for source_id, entry in page.sources.items():
-        words, link = source_label(source_id, entry)
-        where = (f'<a href="{esc(link)}">{esc(words)}</a>' if not link.startswith("#")
-                 else f"<code>{esc(words.split(' (')[0])}</code> ({esc(words.split(' (', 1)[1])}")  # fmt: skip
+        kind, target = sources.kind_and_target(entry["in"])
+        if kind == "installed":
+            where = f"<code>{esc(target)}</code>, {esc(installed_version(target))} as installed"
+        else:
+            words, link = source_label(source_id, entry)
+            where = f'<a href="{esc(link)}">{esc(words)}</a>'
         items.append(f'<li id="{esc(source_anchor(source_id))}"><q>{esc(sources.normalised(entry["quote"]))}</q> '
                      f'({where}). It backs: {esc(entry["backs"])} <span class="ev-id">source '
                      f"<code>{esc(source_id)}</code></span></li>")  # fmt: skip
