@@ -320,3 +320,23 @@ def test_the_home_table_filters_by_level():
     assert "measured" in site_levels.row_levels(page).split()
     assert 'value="gpu-ready"' in site_levels.level_options()
     assert (DOCS_DIR / "javascripts" / "question-index.js").read_text(encoding="utf-8").count('"qi-levels"') == 1
+
+
+def test_a_key_fact_with_a_checked_source_links_to_its_quote(tmp_path):
+    from verify.website import study
+
+    page = write_page(tmp_path, PROOF, "# T")
+    fact = {"fact": "DDP reverses its buckets.", "source": "reverse_comment"}
+    assert study.fact_proof(page, fact, "p.md") == "[sourced: `reverse_comment`](p.md#source-reverse_comment)"
+
+
+def test_a_gpu_ready_proof_without_evidence_says_not_yet_run_on_a_gpu(tmp_path):
+    from verify.website import evidence_box
+
+    page = write_page(tmp_path, PROOF, "# T")
+    gpu = next(proof for proof in page.proofs if proof.requires == "cuda")
+    box = evidence_box.gpu_ready_box(gpu, page.slug)
+    assert box.startswith('!!! info "GPU-ready, not yet run on a GPU"') and 'id="claim-nccl_fast"' in box
+    cpu = next(proof for proof in page.proofs if proof.requires is None)
+    assert "1 measured, 1 modelled" in evidence_box.levels_note(cpu, {"claims": []})
+    assert "1 GPU-ready, not yet run on a GPU" in evidence_box.levels_note(gpu, None)

@@ -295,6 +295,8 @@ def fact_proof(page: Page, fact: dict, link: str) -> str:
     """The claim that proves a key fact (linked, with its latest measurement), or its source."""
     if fact.get("claim"):
         return f"[`{fact['claim']}`]({link}#{claim_anchor(fact['claim'])})" + measured_note(page, fact["claim"])
+    if fact.get("source") in page.sources:  # a checked quote (data/levels-spec.md): its entry on the page
+        return f"[sourced: `{fact['source']}`]({link}#{evidence_levels.source_anchor(fact['source'])})"
     if str(fact.get("source", "")).startswith(("http://", "https://")):
         return f"<{fact['source']}>"
     return f"`{fact.get('source', '')}`"
