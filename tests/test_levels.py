@@ -52,13 +52,13 @@ def source(**changes):
 
 
 @pytest.mark.parametrize("where", ["excerpt:nccl-env-vars", "installed:torch/distributed/distributed_c10d.py",
-                                   "installed:accelerate/state.py"])  # fmt: skip
+                                   "installed:accelerate/state.py", "installed:six.py"])  # fmt: skip
 def test_a_source_is_an_excerpt_or_an_installed_file(where):
     source(**{"in": where})
 
 
 @pytest.mark.parametrize("where", ["nccl-env-vars", "excerpt:", "installed:/etc/passwd", "installed:../x/y.py",
-                                   "installed:torch", "url:https://x", "excerpt:../x"])  # fmt: skip
+                                   "installed:torch/", "url:https://x", "excerpt:../x"])  # fmt: skip
 def test_a_source_elsewhere_is_refused(where):
     with pytest.raises(ValidationError):
         source(**{"in": where})

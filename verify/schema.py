@@ -26,7 +26,7 @@ MUTANT_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"  # lower-case-with-dashes (MUTANTS-SPE
 SOURCE_ID = re.compile(r"[a-z][a-z0-9_]*")
 # Where a checked quote is (data/levels-spec.md): a dated excerpt in data/excerpts/, or an installed package's
 # file by its path under site-packages (relative, no `..`, no backslashes).
-SOURCE_IN = r"^(excerpt:[a-z0-9][a-z0-9._-]*|installed:[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)+)$"
+SOURCE_IN = r"^(excerpt:[a-z0-9][a-z0-9._-]*|installed:[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*)$"
 
 
 def _release(value: str) -> str:
