@@ -339,7 +339,7 @@ def levels_note(proof: Proof, found: dict | None) -> str:
 
 
 def gpu_ready_box(proof: Proof, slug: str) -> str:
-    """A proof that needs CUDA, with no evidence yet: written and reviewed, skipped on a machine without GPUs."""
+    """A proof that needs CUDA, with no evidence yet: written, and skipped on a machine without GPUs."""
     listing = "\n".join(f"- **{md_text(c)}**: {md_text(proof.claims[c].says)}" for c in proof.claims)
     anchors = "".join(f'<span id="{esc(claim_anchor(c))}"></span>' for c in proof.claims)
     return (f'!!! info "GPU-ready, not yet run on a GPU"\n'
