@@ -25,6 +25,7 @@ import pytest
 from tests.test_site import build
 from verify import evidence
 from verify.website import figures, study
+from verify.website import levels as evidence_levels
 from verify.pages import load_pages, question_pages
 from verify.paths import DOCS_DIR
 
@@ -284,6 +285,12 @@ def test_the_question_table_filters_by_topic_difficulty_and_proof(site, page):
         assert titles == wanted, status
     page.select_option("#qi-status", "passed")
     assert len(shown()) > 0
+
+    page.select_option("#qi-status", "")
+    page.select_option("#qi-levels", "sourced")  # a page with checked quotes among other levels
+    titles = sorted(row.locator("td").first.inner_text() for row in shown())
+    assert titles == sorted(p.title for p in QUESTIONS if "sourced" in evidence_levels.row_levels(p).split()) != []
+    page.select_option("#qi-levels", "")
 
     page.goto(base + f"#difficulty={level}")  # the filter read back from the address
     assert page.locator("#qi-difficulty").input_value() == level

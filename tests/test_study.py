@@ -181,7 +181,7 @@ def test_malformed_figure_declarations_are_named(docs):
         (None, True, None, "no evidence yet"),
         ({"zero_shards_bytes": (1, 2, {})}, True, None, "passed"),
         ({"zero_shards_bytes": (1, 2, {})}, False, None, "failed"),
-        (None, True, "cuda", "skipped (requires cuda)"),
+        (None, True, "cuda", "GPU-ready, not yet run on a GPU"),
     ],
 )
 def test_proof_status(docs, values, passed, requires, expected):

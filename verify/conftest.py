@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verify.labs import load_labs
+from verify.levels import has_evidence_markers
 from verify.pages import all_proofs, load_pages
 from verify.paths import ROOT, RUNS_DIR
 from verify.run_dirs import fresh_run_dir
@@ -57,6 +58,14 @@ def pytest_generate_tests(metafunc):
         cases += [(lab, None) for lab in broken_labs] + [(lab, claim) for lab in lab_proofs for claim in lab.claims]
         ids = [f"{owner.page}::{claim}" if claim else f"{owner.slug}::front-matter" for owner, claim in cases]
         metafunc.parametrize("claim", cases, ids=ids)
+    if "quote_case" in metafunc.fixturenames:
+        # One test per checked quote (data/levels-spec.md), so `-k <page-slug>` checks a page's quotes too.
+        pages = [page for page in load_pages() if not page.error]
+        cases = [(page, source_id) for page in pages for source_id in page.sources]
+        metafunc.parametrize("quote_case", cases, ids=[f"{page.slug}::source::{source_id}" for page, source_id in cases])
+    if "labelled_page" in metafunc.fixturenames:
+        pages = [page for page in load_pages() if not page.error and (page.sources or has_evidence_markers(page))]
+        metafunc.parametrize("labelled_page", pages, ids=[f"{page.slug}::evidence-labels" for page in pages])
     if "mutant_case" in metafunc.fixturenames:
         # One test per (claim, mutant it names): only with --mutants, so the plain run stays fast.
         proofs = all_proofs(load_pages()) + load_labs()[0] if metafunc.config.getoption("mutants") else []

@@ -36,8 +36,8 @@ class Claim:
     breaks_when: tuple = ()  # every mutant that must make it fail (MUTANTS-SPEC.md)
     through_control: tuple = ()  # those of them allowed to make it fail by its control alone
     no_mutant: str | None = None  # why no mutant can break it
-    level: str = "measured"  # or "modelled" (data/levels-spec.md); a requires: cuda proof makes it GPU-ready
-    omits: tuple = ()  # the arguments its run leaves at their defaults
+    level: str | None = None  # "modelled" for a model run on CPU; None: measured (data/levels-spec.md)
+    omits: tuple = ()  # the arguments its run leaves at their defaults (verify/website/prose.py)
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -105,6 +105,11 @@ class Page:
         return self.meta.get("handout_errors") or []
 
     @property
+    def sources(self) -> dict:
+        """Checked quotes, source id -> {quote, in, backs} (validated by verify/schema.py)."""
+        return self.meta.get("sources") or {}
+
+    @property
     def claim_ids(self) -> list[str]:
         return [claim for proof in self.proofs for claim in proof.claims]
 
@@ -156,8 +161,8 @@ def claim_from(entry: schema.ClaimEntry) -> Claim:
     return Claim(
         says=entry.says, control=entry.control, since=entry.since, until=entry.until,
         breaks_when=tuple(entry.breaks_when or ()) + tuple(entry.breaks_control_when or ()),
-        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant,
-        level=entry.level or "measured", omits=tuple(entry.omits or ()),
+        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant, level=entry.level,
+        omits=tuple(entry.omits or ()),
     )  # fmt: skip
 
 

@@ -16,8 +16,9 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads hooks by path: the checkout first
 
-from verify import evidence
+from verify import evidence, levels, sources
 from verify.website import downloads, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
+from verify.website import levels as level_labels  # noqa: E402
 from verify.pages import QUESTIONS, REPO_URL, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
 from verify.paths import DOCS_DIR, SNIPPETS_DIR
 from verify.pages import DIFFICULTIES  # noqa: E402
@@ -165,6 +166,17 @@ def topic_listing(folder: Path) -> str:
     return f"{listing}\n\n{drill}"
 
 
+def evidence_labels(markdown: str, page) -> str:
+    """The page's evidence levels rendered (verify/website/levels.py); a wrong label fails the build."""
+    problems = levels.problems(page)
+    if problems:
+        raise PluginError("\n".join(problems))
+    try:
+        return level_labels.place(markdown, page)
+    except sources.SourceError as error:
+        raise PluginError(f"{page.path}: {error}") from None
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if lab_pages.lab_name(page.file):  # a notebook: mkdocs-jupyter renders it, lab_pages adds its evidence
         return markdown
@@ -187,6 +199,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     meta_page = load_page(source)
     if meta_page.error:
         raise PluginError(meta_page.error)
+    markdown = evidence_labels(markdown, meta_page)
     for proof in meta_page.proofs:
         marker = f"<!-- proof: {proof.snippet} -->"
         if marker not in markdown:

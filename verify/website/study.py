@@ -20,10 +20,11 @@ from verify import evidence
 from verify.pages import DIFFICULTIES, QUESTIONS, Page, load_page, load_pages
 from verify.paths import DOCS_DIR
 from verify.website import figures
+from verify.website import levels as evidence_levels
 
 QUESTIONS_JSON = "assets/study/questions.json"
 ANSWER = re.compile(r'\?\?\? success "30-second answer"\n((?:    .*\n|\n)+)')
-STATUSES = ("passed", "failed", "no evidence yet", "skipped (requires cuda)")
+STATUSES = ("passed", "failed", "no evidence yet", "GPU-ready, not yet run on a GPU")
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -68,9 +69,9 @@ def proof_status(page: Page) -> tuple[str, str]:
     if missing:
         return "no evidence yet", "no current evidence for " + ", ".join(missing)
     if skipped and not passed:
-        return "skipped (requires cuda)", "needs a GPU: " + ", ".join(skipped)
+        return "GPU-ready, not yet run on a GPU", "needs a GPU, skipped here: " + ", ".join(skipped)
     why = f"{len(passed)} of {len(page.proofs)} proofs passed"
-    return "passed", why + (f"; skipped (requires cuda): {', '.join(skipped)}" if skipped else "")
+    return "passed", why + (f"; GPU-ready, not yet run on a GPU: {', '.join(skipped)}" if skipped else "")
 
 
 def claim_count(page: Page) -> int:
@@ -105,28 +106,33 @@ def question_table(nav: list, from_page: Path) -> str:
         difficulty = page.difficulty or "unrated"
         rows.append(
             f'<tr data-topic="{html.escape(page.topic)}" data-difficulty="{html.escape(difficulty)}" '
-            f'data-status="{slugify(status)}" markdown="1">'
+            f'data-status="{slugify(status)}" data-levels="{evidence_levels.row_levels(page)}" markdown="1">'
             f'<td markdown="span">[{escape_link_text(page.title)}]({relative})</td>'
             f"<td>{html.escape(topic_title(page.topic))}</td>"
             f'<td><span class="qi-level qi-level--{slugify(difficulty)}">{html.escape(difficulty)}</span></td>'
             f'<td class="qi-claims"{checked_title(page)}>{claim_count(page)}{checked_note(page)}</td>'
             f'<td><span class="qi-status qi-status--{slugify(status)}" title="{html.escape(why)}">{status}</span></td>'
+            f'<td class="qi-evidence">{html.escape(evidence_levels.mix_cell(page))}</td>'
             f'<td class="qi-history" data-question="{html.escape(page.slug)}">not yet</td>'
             "</tr>"
         )
     return "\n".join(
         [
+            evidence_levels.site_summary(pages),
+            "",
             '<div class="qi-filters">',
             f'<label>Topic <select id="qi-topic"><option value="">all topics</option>{options}</select></label>',
             f'<label>Difficulty <select id="qi-difficulty"><option value="">any</option>{levels}</select></label>',
             f'<label>Proof <select id="qi-status"><option value="">any</option>{statuses}</select></label>',
+            f'<label>Evidence <select id="qi-levels"><option value="">any</option>{evidence_levels.level_options()}'
+            "</select></label>",
             f'<span id="qi-count" aria-live="polite">{len(pages)} questions</span>',
             "</div>",
             "",
             '<div class="qi-scroll" markdown="1">',
             '<table class="qi-table" id="question-index" markdown="1">',
             '<thead markdown="1"><tr markdown="1"><th>Question</th><th>Topic</th><th>Difficulty</th>'
-            '<th class="qi-claims">Claims</th><th>Proof</th><th>Your record</th></tr></thead>',
+            '<th class="qi-claims">Claims</th><th>Proof</th><th>Evidence</th><th>Your record</th></tr></thead>',
             "<tbody markdown=\"1\">",
             *rows,
             "</tbody>",
@@ -135,7 +141,11 @@ def question_table(nav: list, from_page: Path) -> str:
             "",
             "*Proof* is the verdict of the latest `pytest verify` run on the machine that built this site: "
             "**passed** (every claim held), **failed**, **no evidence yet** (not run since the claims last "
-            "changed), or **skipped (requires cuda)** (a proof that needs GPUs, on a machine without). "
+            "changed), or **GPU-ready, not yet run on a GPU** (a proof that needs GPUs, skipped on a machine without). "
+            "*Evidence* counts the page's claims and checked quotes per level: **measured** (a proof with a "
+            "control and mutants on two processes), **modelled** (a quantitative model run as a proof), "
+            "**sourced** (a quote checked word for word against the installed package or a dated excerpt), "
+            "**GPU-ready** (a proof that needs CUDA). "
             "*Your record* comes from your [mock interviews](mock-interview.md) in this browser: how often you "
             "were asked, your last grade, and when the question is due again.",
         ]
@@ -285,6 +295,8 @@ def fact_proof(page: Page, fact: dict, link: str) -> str:
     """The claim that proves a key fact (linked, with its latest measurement), or its source."""
     if fact.get("claim"):
         return f"[`{fact['claim']}`]({link}#{claim_anchor(fact['claim'])})" + measured_note(page, fact["claim"])
+    if fact.get("source") in page.sources:  # a checked quote (data/levels-spec.md): its entry on the page
+        return f"[sourced: `{fact['source']}`]({link}#{evidence_levels.source_anchor(fact['source'])})"
     if str(fact.get("source", "")).startswith(("http://", "https://")):
         return f"<{fact['source']}>"
     return f"`{fact.get('source', '')}`"
