@@ -218,14 +218,15 @@
 
   // The second tap of a double tap on a grade lands on whatever the next question put under the finger:
   // on a phone, the footer's "Next" link. A click at the same spot just after a grade does nothing.
-  var QUIET_MS = 600;
+  var QUIET_MS = 1000; // a double tap's second tap comes within ~300 ms; a slow phone may take longer to draw
   var SAME_SPOT_PX = 40;
   Interview.prototype.beQuietAt = function (event) {
-    this.quiet = event && event.detail ? { x: event.clientX, y: event.clientY, until: Date.now() + QUIET_MS } : null;
+    // (event times, not the clock: the time the page took to draw the next question does not count)
+    this.quiet = event && event.detail ? { x: event.clientX, y: event.clientY, until: event.timeStamp + QUIET_MS } : null;
   };
   Interview.prototype.swallowSecondTap = function (event) {
     var quiet = this.quiet;
-    if (!quiet || Date.now() >= quiet.until) return;
+    if (!quiet || event.timeStamp >= quiet.until) return;
     if (Math.abs(event.clientX - quiet.x) > SAME_SPOT_PX || Math.abs(event.clientY - quiet.y) > SAME_SPOT_PX) return;
     event.preventDefault();
     event.stopPropagation();
