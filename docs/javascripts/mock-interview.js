@@ -226,6 +226,7 @@
   };
   Interview.prototype.swallowSecondTap = function (event) {
     var quiet = this.quiet;
+    this.quiet = null; // only the very next click can be the second tap
     if (!quiet || event.timeStamp >= quiet.until) return;
     if (Math.abs(event.clientX - quiet.x) > SAME_SPOT_PX || Math.abs(event.clientY - quiet.y) > SAME_SPOT_PX) return;
     event.preventDefault();
@@ -436,6 +437,7 @@
   Interview.prototype.reveal = function () {
     var answer = document.getElementById("mock-answer");
     if (!answer) return;
+    this.quiet = null; // (revealed by the R key: the next click is a choice, not a second tap)
     answer.hidden = false;
     document.getElementById("mock-grades").hidden = false;
     var button = document.getElementById("mock-reveal");
