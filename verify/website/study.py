@@ -389,7 +389,7 @@ def week_plan(nav: list, from_page: Path) -> str:
         topics: dict = {}
         for page in day:
             topics.setdefault(page.topic, []).append(page)
-        read = "; ".join(
+        read = "<br>".join(  # one line per topic
             f"**{topic_title(topic)}**: " + " · ".join(
                 f"[{escape_link_text(page.title)}]({up}{page.path.relative_to(DOCS_DIR).as_posix()})" for page in in_topic)
             for topic, in_topic in topics.items())  # fmt: skip
