@@ -2,7 +2,8 @@
 
 A page marks where a proof goes with `<!-- proof: NAME.py -->`; the errata page with `<!-- errata -->`.
 The question ledger (verify/website/ledger.py): `<!-- question-ledger -->`.
-Study mode (verify/website/study.py, verify/website/figures.py): `<!-- question-index -->`, `<!-- cheat-sheet -->`,
+Study mode (verify/website/study.py, verify/website/figures.py): `<!-- question-index -->`, `<!-- week-plan -->`,
+`<!-- cheat-sheet -->`,
 `<!-- figure: ID -->`, and the generated assets/study/questions.json and assets/figures/*.svg.
 """
 
@@ -17,7 +18,7 @@ from mkdocs.exceptions import PluginError
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads hooks by path: the checkout first
 
 from verify import evidence, levels, sources
-from verify.website import downloads, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
+from verify.website import downloads, evidence_box, figures, folds, lab_pages, ledger, study  # noqa: E402
 from verify.website import levels as level_labels  # noqa: E402
 from verify.pages import QUESTIONS, REPO_URL, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
 from verify.paths import DOCS_DIR, SNIPPETS_DIR
@@ -183,6 +184,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     source = Path(page.file.abs_src_path)
     if "<!-- question-index -->" in markdown:
         markdown = markdown.replace("<!-- question-index -->", study.question_table(config["nav"] or [], source))
+    if "<!-- week-plan -->" in markdown:
+        markdown = markdown.replace("<!-- week-plan -->", study.week_plan(config["nav"] or [], source))
     if "<!-- cheat-sheet -->" in markdown:
         markdown = markdown.replace("<!-- cheat-sheet -->", study.cheat_sheet(config["nav"] or [], source))
     if "<!-- cheat-sheet-compact -->" in markdown:
@@ -254,6 +257,7 @@ def mark_chinese(html_text: str) -> str:
 def on_page_content(html_text, page, config, files):
     # The 30-second answer stays out of the search index, so search previews cannot give it away.
     html_text = ANSWER_DETAILS.sub(r'<details class="success" data-search-exclude>\1', html_text)
+    html_text = folds.hide_folded(html_text)  # and every other folded block's body: the follow-up answers
     html_text = mark_chinese(html_text)
     return lab_pages.lab_page_content(html_text, page, config, evidence_block)
 

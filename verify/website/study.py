@@ -319,3 +319,104 @@ def add_generated_files(files, config):
     for path, content in generated.items():
         files.append(File.generated(config, path, content=content))
     return files
+
+
+# --- the one-week plan on the home page ---------------------------------------------------------
+
+PLAN_DAYS = 7
+WORDS_PER_MINUTE = 200  # a careful reader of technical prose
+WORD = re.compile(r"[A-Za-z0-9_'’-]+|[\u3400-\u9fff]")  # a Chinese character reads about as long as a word
+
+
+def reading_minutes(page: Page) -> float:
+    """Minutes to read a page's Markdown after its front matter, folded answers and code included; the
+    proof's code and evidence that the build adds in place of `<!-- proof: ... -->` are not."""
+    text = page.path.read_text(encoding="utf-8")
+    body = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
+    return len(WORD.findall(body)) / WORDS_PER_MINUTE
+
+
+def balanced_days(minutes: list[float], days: int = PLAN_DAYS) -> list[int]:
+    """Where each day's reading ends: `minutes` (in reading order) cut into `days` runs, so that the
+    longest day is as short as it can be (the linear partition problem, by dynamic programming)."""
+    count = len(minutes)
+    days = max(1, min(days, count))
+    before = [0.0]
+    for value in minutes:
+        before.append(before[-1] + value)
+    # longest[k][i]: the longest day when the first i pages are cut into k days; cut[k][i]: where the last starts
+    longest = [[float("inf")] * (count + 1) for _ in range(days + 1)]
+    cut = [[0] * (count + 1) for _ in range(days + 1)]
+    longest[0][0] = 0.0
+    for k in range(1, days + 1):
+        for i in range(k, count + 1):
+            for start in range(k - 1, i):
+                candidate = max(longest[k - 1][start], before[i] - before[start])
+                if candidate < longest[k][i]:
+                    longest[k][i], cut[k][i] = candidate, start
+    ends, end = [], count
+    for k in range(days, 0, -1):
+        ends.append(end)
+        end = cut[k][end]
+    return ends[::-1]
+
+
+def week_days(pages: list[Page], days: int = PLAN_DAYS) -> list[list[Page]]:
+    """The question pages in the site's order (topic by topic, easier first), cut into days of about equal
+    reading time: every page on exactly one day."""
+    ends = balanced_days([reading_minutes(page) for page in pages], days)
+    return [pages[start:end] for start, end in zip([0] + ends[:-1], ends)]
+
+
+def lab_titles() -> dict[Path, str]:
+    """Each lab's file and title (its header's `jupyter: proof: title`), in the labs' order."""
+    import yaml
+
+    from verify import labs
+
+    titles = {}
+    for path in labs.lab_paths(DOCS_DIR / "labs"):
+        header, _ = labs.lab_header(path)
+        declared = ((yaml.safe_load(header or "") or {}).get("jupyter") or {}).get("proof") or {}
+        titles[path] = str(declared.get("title") or path.stem)
+    return titles
+
+
+def week_plan(nav: list, from_page: Path) -> str:
+    """The home page's plan: a table of days, each with its questions (linked), its reading time and what
+    to do after reading (a lab or a sheet to print, and a mock interview on the day's topics)."""
+    up = "../" * (len(from_page.relative_to(DOCS_DIR).parts) - 1)
+    pages = ordered_questions(nav)
+    if not pages:
+        return "*No question page yet.*"
+    days = week_days(pages)
+    extras = [f"[{title.split(':')[0]}]({up}{path.relative_to(DOCS_DIR).as_posix()}): {title.split(':', 1)[-1].strip()}"
+              for path, title in lab_titles().items()]  # fmt: skip
+    extras += [f"print the [two-page cheat sheet]({up}cheat-sheet-compact.md)",
+               f"the [errata]({up}errata.md) of the handouts"]  # fmt: skip
+    minutes = [sum(reading_minutes(page) for page in day) for day in days]
+    rows = ["| Day | Read | Reading time | Then |", "|---|---|---|---|"]
+    for number, (day, day_minutes) in enumerate(zip(days, minutes), 1):
+        topics: dict = {}
+        for page in day:
+            topics.setdefault(page.topic, []).append(page)
+        read = "<br>".join(  # one line per topic
+            f"**{topic_title(topic)}**: " + " · ".join(
+                f"[{escape_link_text(page.title)}]({up}{page.path.relative_to(DOCS_DIR).as_posix()})" for page in in_topic)
+            for topic, in_topic in topics.items())  # fmt: skip
+        levels = ", ".join(f"{sum((p.difficulty or 'unrated') == level for p in day)} {level}"
+                           for level in DIFFICULTIES + ("unrated",) if any((p.difficulty or "unrated") == level for p in day))  # fmt: skip
+        then = [extra for index, extra in enumerate(extras) if index % len(days) == number - 1]
+        if number < len(days):
+            wanted = ",".join(topics)
+            then.append(f'<a href="{up}mock-interview/#topic={html.escape(wanted)}">a mock interview</a> on these topics')
+        else:
+            then.append(f'<a href="{up}mock-interview/">a mock interview</a> of every topic, '
+                        "*only questions due again or missed last time*")  # fmt: skip
+        rows.append(f"| {number} | {read.replace('|', '&#124;')} | {round(day_minutes)} min, {len(day)} question{'s' if len(day) > 1 else ''} "
+                    f"({levels}) | {'; '.join(then)} |")  # fmt: skip
+    intro = (f"Every question page once, in the site's order (topic by topic, easier questions first), cut into "
+             f"{len(days)} days of about the same reading time: {round(min(minutes))} to {round(max(minutes))} "
+             f"minutes a day at {WORDS_PER_MINUTE} words a minute, follow-up answers included.")  # fmt: skip
+    return intro + "\n\n" + "\n".join(rows)
