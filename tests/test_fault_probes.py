@@ -174,6 +174,12 @@ def test_n8_two_pages_naming_one_snippet_keep_separate_evidence(tmp_path):
     assert evidence.read(second, tmp_path)["claims"][0]["statement"] == "page q's own words"
 
 
+def test_n8_one_page_naming_a_snippet_twice_is_refused(tmp_path):
+    (tmp_path / "twice.md").write_text(PAGE + "  - snippet: a.py\n    claims:\n      c2: second\n---\n")
+    page = load_page(tmp_path / "twice.md", tmp_path)
+    assert page.error and "snippet a.py is named by two proofs" in page.error
+
+
 def test_n8_a_lab_and_a_snippet_of_the_same_stem_keep_separate_evidence(tmp_path):
     lab = LabProof(page="lab_x", snippet="lab_x.py", claims=PROOF.claims, snippets_dir=tmp_path)
     snippet = Proof(page="a-page", snippet="lab_x.py", claims=PROOF.claims, snippets_dir=tmp_path)

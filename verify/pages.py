@@ -178,6 +178,8 @@ def claim_from(entry: schema.ClaimEntry) -> Claim:
 def parse_proofs(path: Path, meta: schema.PageMeta, snippets_dir: Path) -> tuple:
     proofs, seen = [], {}
     for entry in meta.proofs or []:
+        if any(proof.snippet == entry.snippet for proof in proofs):  # its evidence is kept per page and snippet
+            raise PageError(f"{path}: snippet {entry.snippet} is named by two proofs; declare its claims in one")
         for claim_id in entry.claims:
             if claim_id in seen:  # verdicts are per snippet, but a reader and `-k` name a claim by its id
                 raise PageError(
