@@ -76,7 +76,7 @@ def made_up_evidence(evidence_dir: Path) -> dict:
                                         for rank in (0, 1)]}
                            for claim, declared in proof.claims.items()],
             }  # fmt: skip
-            (evidence_dir / f"{Path(proof.snippet).stem}.json").write_text(json.dumps(record))
+            evidence.write(record, evidence_dir)
     return {page.slug: "no evidence yet" if index == 0 else "failed" if index == 1 else None
             for index, page in enumerate(proven)}  # fmt: skip
 
@@ -91,7 +91,7 @@ def decorate_evidence(evidence_dir: Path) -> dict:
     reason. Returns {what: page slug or claim id}."""
     proven = [page for page in QUESTIONS if page.proofs and all(p.requires != "cuda" for p in page.proofs)]
     whole, stale, failing = proven[2], proven[3], [p for p in QUESTIONS if p.proofs][1]
-    path = evidence_dir / f"{Path(whole.proofs[0].snippet).stem}.json"
+    path = evidence.path_of(whole.proofs[0].page, whole.proofs[0].snippet, evidence_dir)
     record = json.loads(path.read_text())
     claim = record["claims"][0]
     for report in claim["reports"]:
@@ -102,10 +102,10 @@ def decorate_evidence(evidence_dir: Path) -> dict:
         "claims": [{"id": claim["id"], "killed": True, "how": "measured missed the bound",
                     "reports": [{"rank": 0, "measured": 0.68, "control": 0.41, "op": "<=", "bound": 1e-06}]}]}]  # fmt: skip
     path.write_text(json.dumps(record))
-    path = evidence_dir / f"{Path(stale.proofs[0].snippet).stem}.json"
+    path = evidence.path_of(stale.proofs[0].page, stale.proofs[0].snippet, evidence_dir)
     path.write_text(json.dumps({**json.loads(path.read_text()), "fingerprint": "0" * 64, "versions": evidence.versions()}))
     for proof in failing.proofs:
-        path = evidence_dir / f"{Path(proof.snippet).stem}.json"
+        path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
         if path.exists():
             record = json.loads(path.read_text())
             record["claims"][0]["reason"] = 'made up: <b>not bold</b> & "quoted"'

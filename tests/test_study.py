@@ -60,7 +60,7 @@ def docs(tmp_path, monkeypatch):
     for module in (study, figures):
         monkeypatch.setattr(module, "DOCS_DIR", root)
     found = {}
-    monkeypatch.setattr(evidence, "read", lambda snippet, *_: found.get(snippet))
+    monkeypatch.setattr(evidence, "read", lambda proof, *_: found.get(proof.snippet))
 
     def write(slug, meta, body="", evidence_values=None, passed=True):
         path = root / "questions" / "sharding" / f"{slug}.md"

@@ -39,6 +39,28 @@ def pytest_addoption(parser):
     )  # fmt: skip
 
 
+def option_problems(nproc: int, nnodes: int, memory_limit_mb: int) -> list[str]:
+    """What is wrong with the launch options, checked before anything runs: a bad value would start a
+    launch per proof, fail each, and overwrite passing evidence with those failures."""
+    problems = []
+    if nnodes < 1:
+        problems.append(f"--nnodes must be at least 1 (got {nnodes})")
+    if nproc < 1:
+        problems.append(f"--nproc must be at least 1 (got {nproc})")
+    elif nnodes >= 1 and nproc * nnodes < 2:
+        problems.append(f"--nproc {nproc} --nnodes {nnodes} is {nproc * nnodes} process in all; a distributed "
+                        "launch needs at least 2 (a proof written for another count declares `processes:`)")  # fmt: skip
+    if memory_limit_mb <= 0:
+        problems.append(f"--memory-limit-mb must be a positive number of MiB (got {memory_limit_mb})")
+    return problems
+
+
+def pytest_configure(config):
+    problems = option_problems(config.getoption("nproc"), config.getoption("nnodes"), config.getoption("memory_limit_mb"))
+    if problems:
+        raise pytest.UsageError("; ".join(problems))
+
+
 def launch_settings(config) -> LaunchSettings:
     nodes = config.getoption("nnodes")
     return LaunchSettings(

@@ -92,7 +92,7 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
     """One row per claim: its outcome on this release and whether that agrees with its declared range."""
     rows = []
     for proof in proofs:
-        evidence = read_evidence(proof.snippet, evidence_dir)  # unreadable: as if not run, with a warning
+        evidence = read_evidence(proof, evidence_dir)  # unreadable: as if not run, with a warning
         for claim_id, claim in proof.claims.items():
             recorded = next((c for c in (evidence or {}).get("claims", []) if c["id"] == claim_id), None)
             result = outcome(recorded, evidence) if recorded else "not run"
@@ -231,10 +231,10 @@ def main(argv=None) -> int:
         parser.error(f"not release numbers: {', '.join(not_releases)} (e.g. 1.15.0)")
     if not args.releases and not args.edges:
         parser.error("name at least one release, or --edges")
-    if args.selection:
+    if args.selection is not None:
         try:
             re.compile(args.selection)
-        except re.error as error:
+        except re.error as error:  # the children would each die on it, after their release was installed
             parser.error(f"-k {args.selection!r} is not a regular expression: {error}")
 
     plan = edge_plan(args.selection) if args.edges else {}

@@ -80,6 +80,12 @@ class ClaimEntry(Strict):
             raise ValueError(f"mutant(s) {twice} named in both breaks_when and breaks_control_when")
         return self
 
+    @model_validator(mode="after")
+    def a_range_with_releases_in_it(self):
+        if self.since and self.until and Version(self.since) > Version(self.until):
+            raise ValueError(f"since {self.since} is later than until {self.until}: the claim could hold on no release")
+        return self
+
 
 def _claim_ids(claims: dict) -> dict:
     bad = [claim_id for claim_id in claims if not CLAIM_ID.fullmatch(claim_id)]

@@ -182,6 +182,8 @@ def verdict_words(claim: dict, declared) -> tuple[str, str]:
     span = f"{declared.since or 'any'} to {declared.until or 'now'}" if declared else "its releases"
     if claim["passed"]:
         return "failed", f"HOLDS outside its declared releases ({span}): the page's range is wrong."
+    if not claim.get("by_value", False):  # a crash, a hang or a missing report shows nothing either way
+        return "failed", "FAILED: crashed: nothing was measured: " + str(claim.get("reason") or "the run did not finish")
     return "held", f"Does not hold on this release, as the page declares (it holds on {span})."
 
 
@@ -276,7 +278,7 @@ def mutant_rows(found: dict, declared: dict) -> str:
 def box(proof: Proof, slug: str) -> str:
     """The evidence box (Markdown with one raw HTML block) for a proof of page `slug`."""
     declared = proof.claims
-    found = evidence.shown(proof.snippet)
+    found = evidence.shown(proof)
     rerun = f"python -m pytest verify -k {slug}"
     if proof.requires == "cuda" and not found:
         return gpu_ready_box(proof, slug)
@@ -351,7 +353,7 @@ def gpu_ready_box(proof: Proof, slug: str) -> str:
 def mutant_note(name: str, page: Page) -> str:
     """The admonition at `<!-- mutant: NAME -->`: that world's measurement of the claims it breaks."""
     for proof in page.proofs:
-        found = evidence.shown(proof.snippet)
+        found = evidence.shown(proof)
         entry = next((m for m in (found or {}).get("mutants") or [] if m.get("mutant") == name), None)
         if entry is None:
             continue

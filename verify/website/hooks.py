@@ -45,9 +45,10 @@ def anchor(claim_id: str) -> str:
     return f'<span id="{evidence_box.esc(study.claim_anchor(claim_id))}"></span>'
 
 
-def releases_block(snippet: str, declared: dict) -> str:
+def releases_block(proof) -> str:
     """A row per Accelerate release the matrix ran: each claim's outcome, checked against its range."""
-    releases = evidence.across_releases(Path(snippet).name)
+    releases = evidence.across_releases(proof)
+    declared = proof.claims
     if not releases:
         return ""
     claims = list(declared)
@@ -93,7 +94,7 @@ def proof_block(proof, slug: str, page_path: Path) -> str:
     code = f'??? example "The proof\'s code: `snippets/{snippet}`"\n{indent(code_block)}'
     return "\n\n".join(
         [f'<div data-search-exclude="code" markdown="1">\n\n{code}\n\n</div>', run,
-         evidence_block(proof, slug), releases_block(proof.snippet, proof.claims)]
+         evidence_block(proof, slug), releases_block(proof)]
     )
 
 

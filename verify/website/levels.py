@@ -48,7 +48,7 @@ def claim_anchor(claim_id: str) -> str:
 def ran_on_gpu(page: Page) -> set[str]:
     """The GPU-ready claims of the page that have current evidence (only a GPU can have made it)."""
     return {claim_id for proof in page.proofs if proof.requires == "cuda"
-            and evidence.current(proof.snippet, proof.claims) for claim_id in proof.claims}  # fmt: skip
+            and evidence.current(proof) for claim_id in proof.claims}  # fmt: skip
 
 
 def mix(page: Page) -> Counter:

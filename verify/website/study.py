@@ -57,7 +57,7 @@ def proof_status(page: Page) -> tuple[str, str]:
     """(status, why) of a page's proofs from the latest evidence: one of STATUSES."""
     failed, missing, skipped, passed = [], [], [], []
     for proof in page.proofs:
-        found = evidence.current(proof.snippet, proof.claims)
+        found = evidence.current(proof)
         if found is None:
             (skipped if proof.requires == "cuda" else missing).append(proof.snippet)
         elif found["claims"] and all(evidence.as_declared(claim) for claim in found["claims"]):
@@ -230,7 +230,7 @@ def measured_note(page: Page, claim_id: str) -> str:
     for proof in page.proofs:
         if claim_id not in proof.claims:
             continue
-        found = evidence.current(proof.snippet, proof.claims)
+        found = evidence.current(proof)
         claim = next((c for c in (found or {}).get("claims", []) if c["id"] == claim_id), None)
         if not claim or not claim["reports"]:
             return ""
