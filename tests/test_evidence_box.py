@@ -59,23 +59,61 @@ def test_numbers_are_written_as_a_reader_writes_them():
     assert evidence_box.expectation("in", [1, 2], "") == "between 1 and 2"
 
 
+ASKED = {"num_processes": 2, "num_machines": 1, "backend": "gloo", "config_file": None, "extra_args": [],
+         "memory_limit_mb": 4096}
+
+
 def test_evidence_of_an_earlier_snippet_says_so(evidence_dir):
     proof = load_page(PAGE).proofs[0]
     claims = [claim(c, d.says) for c, d in proof.claims.items()]
     path = evidence_dir / "ddp_gradients_match_full_batch.json"
     here = evidence.versions()
-    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions=here)))
+    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions=here, asked=ASKED)))
     assert "measured on an earlier version of this snippet" in evidence_box.box(proof, "data-parallel-accuracy")
     path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions={**here, "torch": "9.9.9"})))
     html = evidence_box.box(proof, "data-parallel-accuracy")
     assert f"Measured with torch 9.9.9; this site was built with torch {here['torch']}" in html
     from verify.runner import LaunchSettings
 
-    current = evidence.fingerprint(proof, LaunchSettings(num_processes=2, use_cpu=True))
-    path.write_text(json.dumps(record(proof, claims, fingerprint=current, versions=here)))
+    settings = LaunchSettings(num_processes=2, use_cpu=True)
+    current = evidence.fingerprint(proof, settings)
+    path.write_text(json.dumps(record(proof, claims, fingerprint=current, versions=here, asked=ASKED)))
     html = evidence_box.box(proof, "data-parallel-accuracy")
-    assert "earlier version" not in html and "Evidence: every claim held" in html
+    assert "earlier version" not in html and "ev-stale" not in html and "Evidence: every claim held" in html
     assert "Measured on 2 January 2026 on the machine that built this site (Linux x86_64 machine)" in html
+
+
+def test_a_stale_note_says_what_changed(evidence_dir):
+    from verify import fingerprint
+    from verify.runner import LaunchSettings
+
+    proof = load_page(PAGE).proofs[0]
+    claims = [claim(c, d.says) for c, d in proof.claims.items()]
+    made_of = fingerprint.inputs(proof, LaunchSettings(num_processes=2, use_cpu=True))
+    helper = next(name for name in made_of["helpers"] if name.endswith("_claims.py"))
+    before = {**made_of, "snippet": "0" * 64, "helpers": {**made_of["helpers"], helper: "1" * 64}, "judge": 0}
+    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    path.write_text(json.dumps(record(proof, claims, fingerprint=fingerprint.digest(before), fingerprint_inputs=before,
+                                      versions=evidence.versions(), asked=ASKED)))  # fmt: skip
+    html = evidence_box.box(proof, "data-parallel-accuracy")
+    assert ("Measured before a change to the snippet; its helper modules (_claims.py); the judge&#x27;s rules: "
+            "the code shown may give other numbers.") in html
+
+
+def test_unchanged_code_measured_with_other_options_is_not_stale(evidence_dir):
+    """N41: evidence of `pytest verify --memory-limit-mb 8192` on unchanged code names that option, and never
+    says the code changed."""
+    from verify.runner import LaunchSettings
+
+    proof = load_page(PAGE).proofs[0]
+    claims = [claim(c, d.says) for c, d in proof.claims.items()]
+    settings = LaunchSettings(num_processes=2, use_cpu=True, memory_limit_mb=8192)
+    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    found = record(proof, claims, fingerprint=evidence.fingerprint(proof, settings), versions=evidence.versions(),
+                   asked={**ASKED, "memory_limit_mb": 8192})  # fmt: skip
+    path.write_text(json.dumps(found))
+    html = evidence_box.box(proof, "data-parallel-accuracy")
+    assert "ev-stale" not in html and "Measured with --memory-limit-mb 8192." in html
 
 
 def mutant_evidence(proof, status="killed"):

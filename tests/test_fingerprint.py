@@ -6,7 +6,7 @@ import dataclasses
 import shutil
 
 from tests.conftest import BROKEN
-from verify import evidence
+from verify import evidence, fingerprint
 from verify.labs import LabProof
 from verify.pages import Claim, Proof
 from verify.runner import LaunchSettings
@@ -35,7 +35,7 @@ def test_a_labs_fingerprint_covers_the_judges_claims_module(tmp_path, monkeypatc
     snippets.mkdir(), labs.mkdir()
     shutil.copy(BROKEN / "snippets" / "_claims.py", snippets / "_claims.py")
     (labs / "lab_x.py").write_text("# %%\nprint(1)\n")
-    monkeypatch.setattr(evidence, "SNIPPETS_DIR", snippets)
+    monkeypatch.setattr(fingerprint, "SNIPPETS_DIR", snippets)
     lab = LabProof(page="lab_x", snippet="lab_x.py", snippets_dir=labs, claims=CLAIMS)
     before = evidence.fingerprint(lab, SETTINGS)
     (snippets / "_claims.py").write_text((snippets / "_claims.py").read_text() + "\nTOLERANCE_CHANGED = True\n")

@@ -36,6 +36,8 @@ SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", 
 class LabProof(Proof):
     """A lab's declared claims; `snippet` is the lab's file name, found in the labs folder."""
 
+    running_code = ("labs.py", "mutation.py")  # its fingerprint's harness part: a notebook kernel, no worker
+
 
 def lab_settings(proof: Proof) -> LaunchSettings:
     # Labs set ACCELERATE_USE_CPU themselves: they run on gloo, whatever GPUs the machine has.

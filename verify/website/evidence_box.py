@@ -19,6 +19,7 @@ import re
 
 from verify import evidence
 from verify.pages import Page, Proof
+from verify.runner import MEMORY_LIMIT_MB
 
 MUTANT_MARKER = re.compile(r"^( *)<!-- mutant: ([A-Za-z0-9_.-]+) -->[ \t]*$", re.M)
 RELATION_WORDS = {"<=": "at most", ">=": "at least", "==": "exactly", "!=": "anything but", "in": "between"}
@@ -128,13 +129,47 @@ def where_and_when(found: dict) -> str:
 
 
 def stale(found: dict, proof: Proof | None) -> bool:
-    """The recorded fingerprint differs from that of the code shown (default settings: 2 processes, CPU)."""
-    recorded = found.get("fingerprint")
-    if not recorded or proof is None or not proof.path.exists():
+    """The evidence was not made by the code shown, under the launch it records (`evidence.matches_code`)."""
+    if not found.get("fingerprint") or proof is None or not proof.path.exists():
         return False
-    from verify.runner import LaunchSettings
+    return not evidence.matches_code(found, proof)
 
-    return recorded != evidence.fingerprint(proof, LaunchSettings(num_processes=proof.world_size(2), use_cpu=True))
+
+def launch_options(found: dict, proof: Proof) -> list[str]:
+    """The `pytest verify` options the recorded launch differs from the default by ('--memory-limit-mb 8192')."""
+    asked = found.get("asked") or {}
+    options = []
+    if asked.get("num_processes", proof.world_size(2)) != proof.world_size(2):
+        options.append(f"--nproc {asked['num_processes']}")
+    if asked.get("num_machines", 1) != 1:
+        options.append(f"--nnodes {asked['num_machines']}")
+    if asked.get("config_file"):
+        options.append(f"--accelerate-config {asked['config_file']}")
+    if asked.get("memory_limit_mb", MEMORY_LIMIT_MB) != MEMORY_LIMIT_MB:
+        options.append(f"--memory-limit-mb {asked['memory_limit_mb']}")
+    if asked.get("extra_args"):
+        options.append("launched with " + " ".join(str(arg) for arg in asked["extra_args"]))
+    return options
+
+
+def freshness_note(found: dict, proof: Proof, rerun: str) -> str:
+    """Whether the evidence was made by the code shown, and if not, what changed since; or nothing."""
+    if not stale(found, proof):
+        options = launch_options(found, proof)
+        return (f'<p class="ev-launch">Measured with {esc(", ".join(options))}.</p>' if options else "")
+    changed = evidence.what_changed(found, proof)
+    other_versions = versions_differ(found)
+    parts = []
+    if other_versions:
+        parts.append(f"Measured with {esc(other_versions[0])}; this site was built with {esc(other_versions[1])}.")
+    if changed is None:  # evidence from before the fingerprint's inputs were recorded
+        parts.append("This evidence was measured on an earlier version of this snippet, its helpers or the "
+                     "harness that runs it than the code shown.")  # fmt: skip
+    else:
+        what = [change for change in changed if change != "the installed versions" or not other_versions]
+        if what:
+            parts.append(f"Measured before a change to {esc('; '.join(what))}: the code shown may give other numbers.")
+    return f'<p class="ev-stale">{" ".join(parts)} Rerun it: <code>{esc(rerun)}</code>.</p>'
 
 
 def breakable(claim_id: str) -> str:
@@ -292,17 +327,10 @@ def box(proof: Proof, slug: str) -> str:
     if passed and found.get("reference"):
         title += " (reference run)"
     notes = [f'<p class="ev-where">{esc(where_and_when(found))}</p>']
-    other_versions = versions_differ(found)
-    if stale(found, proof) and other_versions:
-        notes.append(f'<p class="ev-stale">Measured with {esc(other_versions[0])}; this site was built with '
-                     f"{esc(other_versions[1])}. Rerun it to measure yours: <code>{esc(rerun)}</code>.</p>")  # fmt: skip
-    elif stale(found, proof):
-        notes.append(
-            '<p class="ev-stale">This evidence was measured on an earlier version of this snippet (or of its '
-            "helpers or the harness) than the code shown above. Rerun it: "
-            f"<code>{esc(rerun)}</code>.</p>"
-        )
-    elif found.get("reference"):
+    fresh = freshness_note(found, proof, rerun)
+    if fresh:
+        notes.append(fresh)
+    if found.get("reference") and "ev-stale" not in fresh:
         notes.append(f'<p class="ev-rerun">Replace it with your own machine\'s: <code>{esc(rerun)}</code>, '
                      "then rebuild the site.</p>")  # fmt: skip
     rows = "".join(claim_row(claim, declared) for claim in found["claims"])
