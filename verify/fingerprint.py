@@ -15,13 +15,13 @@ asks for every proof's fingerprint, often several times.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -80,18 +80,24 @@ def shown_name(path: Path) -> str:
         return path.name
 
 
+# `import a, b as c` and `from a.b import c` at any indentation; a match inside a string only adds a file.
+IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b|import[ \t]+([^\n#;]+))", re.M)
+
+
 def imported_names(path: Path) -> set | None:
-    """The top-level module names a Python file imports (anywhere in it); None when it does not parse."""
+    """The top-level module names a Python file imports (anywhere in it); None when it cannot be read.
+    A regular expression, not the parser: a superset (an import in a docstring) only adds a helper."""
     try:
-        tree = ast.parse(Path(path).read_bytes())
-    except (OSError, SyntaxError, ValueError):
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
     names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
+    for source, modules in IMPORT.findall(text):
+        if source:
+            names.add(source)
+        for module in modules.replace("(", " ").replace(")", " ").split(","):
+            if module.split():
+                names.add(module.split()[0].split(".")[0])
     return names
 
 
@@ -103,8 +109,8 @@ def _imported_names(path: str, _modified_ns: int, _size: int) -> frozenset | Non
 
 def helpers(proof: Proof) -> list[Path]:
     """The modules of the snippets folders that the snippet imports, and those they import in turn, with
-    `_claims.py` always (the judge applies its relations). Where a file does not parse, every `_*.py`
-    of those folders counts, as before: a proof is never judged current on a guess."""
+    `_claims.py` always (the judge applies its relations). Where a file cannot be read, every `_*.py`
+    of those folders counts: a proof is never judged current on a guess."""
     folders = list(dict.fromkeys([proof.path.parent, proof.snippets_dir, SNIPPETS_DIR]))
     found, todo = {SNIPPETS_DIR / "_claims.py"}, [proof.path]
     while todo:
