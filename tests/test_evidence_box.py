@@ -139,13 +139,17 @@ def test_mutant_rows_and_markers(evidence_dir):
     path.write_text(json.dumps(record(proof, claims, mutants=[mutant_evidence(proof)])))
     html = evidence_box.box(proof, page.slug)
     assert "Broken on purpose: DDP sums the gradients &lt;instead&gt; of averaging them." in html
-    assert "0.68" in html and "the claim failed" in html and "this proof would catch that bug" in html
+    assert "0.68" in html and "so the claim does not hold there: caught" in html and "this proof catches that bug" in html
+    assert "<strong>" not in html.split("ev-mutants")[1], "a caught mutant is the expected outcome: not flagged"
+    assert "(4 mutants)" not in html and "(1 mutant): 1 caught</summary>" in html
     note = evidence_box.place_mutants(marker, page)
     assert '!!! bug "In a world where DDP sums the gradients &#60;instead&#62; of averaging them"' in note
     assert "measured **0.68**, needs at most 1e-06: the claim fails" in note
 
     path.write_text(json.dumps(record(proof, claims, mutants=[mutant_evidence(proof, "survived")])))
-    assert "would NOT catch that bug" in evidence_box.box(proof, page.slug)
+    html = evidence_box.box(proof, page.slug)
+    assert "would NOT catch that bug" in html and '<details class="ev-mutants" open>' in html and "1 NOT caught" in html
+    assert "<strong>the claim still held" in html
     assert "!!! failure" in evidence_box.place_mutants(marker, page)
 
 
@@ -198,3 +202,41 @@ def test_a_mutant_caught_through_its_control_says_so():
     assert said == "the control measured 2.98e-08 and met it too, so the claim failed"
     missed = {"killed": True, "how": "measured missed the bound"}
     assert evidence_box.mutant_outcome(missed, {"measured": 0.31}, "", "the claim failed", "held") == "the claim failed"
+
+
+def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evidence_dir):
+    import dataclasses
+
+    page = load_page(PAGE)
+    proof = page.proofs[0]
+    first, second = list(proof.claims)[:2]
+    claims = {**proof.claims, first: dataclasses.replace(proof.claims[first], measures="largest |gradient difference|")}
+    proof = dataclasses.replace(proof, claims=claims)
+    found = record(proof, [claim(c, d.says, measured=2.5e-08) for c, d in proof.claims.items()],
+                   launch={"mode": "grouped", "batch_size": 446, "launch_seconds": 21.5})  # fmt: skip
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(found))
+    html = evidence_box.box(proof, page.slug)
+    assert ("Held: largest |gradient difference| was 2.5e-08 on every rank (needs at most 1e-06); the negative "
+            "control gave 0.5 on every rank.") in html
+    assert f"Held: the value checked ({second.replace('_', ' ')}) was" in html  # no measures: the claim's name
+    row = html.split(f'id="claim-{first}"')[1]
+    assert row.index("ev-verdict") < row.index('<details class="ev-more">') < row.index("ev-numbers")  # folded
+    assert "Its code ran for 1.50 s on the slowest rank, inside a launch already running 446 snippet runs" in html
+    assert "The proof ran for" not in html
+    isolated = {**found, "launch": {"mode": "isolated", "batch_size": 1, "launch_seconds": 39.2}}
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(isolated))
+    assert "The whole run took 39.2 s, the start of its processes included (its own code: 1.50 s)." in evidence_box.box(
+        proof, page.slug)
+
+
+def test_a_failed_claim_shows_its_numbers_unfolded(evidence_dir):
+    proof = load_page(PAGE).proofs[0]
+    claims = [claim(c, d.says, measured=0.9, passed=False, reason="measured 0.9") for c, d in proof.claims.items()]
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, claims)))
+    assert '<details class="ev-more" open>' in evidence_box.box(proof, "data-parallel-accuracy")
+
+
+def test_ids_in_the_mutant_list_can_wrap():
+    line = evidence_box.mutant_claim_line({}, {"id": "a_very_long_claim_id_without_spaces", "killed": True,
+                                                "reports": [{"rank": 0, "measured": 1, "op": "<=", "bound": 0}]}, {})
+    assert "a_<wbr>very_<wbr>long_<wbr>claim" in line

@@ -36,6 +36,7 @@ class Claim:
     breaks_when: tuple = ()  # every mutant that must make it fail (MUTANTS-SPEC.md)
     through_control: tuple = ()  # those of them allowed to make it fail by its control alone
     no_mutant: str | None = None  # why no mutant can break it
+    measures: str | None = None  # what its number is, in words, for the evidence box
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -166,7 +167,7 @@ def claim_from(entry: schema.ClaimEntry) -> Claim:
     return Claim(
         says=entry.says, control=entry.control, since=entry.since, until=entry.until,
         breaks_when=tuple(entry.breaks_when or ()) + tuple(entry.breaks_control_when or ()),
-        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant,
+        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant, measures=entry.measures,
     )  # fmt: skip
 
 
