@@ -210,7 +210,8 @@ def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evide
     page = load_page(PAGE)
     proof = page.proofs[0]
     first, second = list(proof.claims)[:2]
-    claims = {**proof.claims, first: dataclasses.replace(proof.claims[first], measures="largest |gradient difference|")}
+    claims = {**proof.claims, first: dataclasses.replace(proof.claims[first], measures="largest |gradient difference|"),
+              second: dataclasses.replace(proof.claims[second], measures=None)}
     proof = dataclasses.replace(proof, claims=claims)
     found = record(proof, [claim(c, d.says, measured=2.5e-08) for c, d in proof.claims.items()],
                    launch={"mode": "grouped", "batch_size": 446, "launch_seconds": 21.5})  # fmt: skip
