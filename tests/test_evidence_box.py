@@ -222,7 +222,7 @@ def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evide
     assert f"Held: the value checked ({second.replace('_', ' ')}) was" in html  # no measures: the claim's name
     row = html.split(f'id="claim-{first}"')[1]
     assert row.index("ev-verdict") < row.index('<details class="ev-more">') < row.index("ev-numbers")  # folded
-    assert "Its code ran for 1.50 s on the slowest rank, inside a launch already running 446 snippet runs" in html
+    assert "Its code took 1.50 s (slowest rank) in a launch shared with 445 other snippet runs; run alone" in html
     assert "The proof ran for" not in html
     isolated = {**found, "launch": {"mode": "isolated", "batch_size": 1, "launch_seconds": 39.2}}
     (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(isolated))

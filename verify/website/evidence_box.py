@@ -137,10 +137,10 @@ def time_words(found: dict) -> str:
     if launch.get("mode") == "isolated" and isinstance(launch.get("launch_seconds"), (int, float)):
         return (f" The whole run took {launch['launch_seconds']:.1f} s, the start of its processes included "
                 f"(its own code: {own}).")  # fmt: skip
-    shared = f" already running {launch['batch_size']} snippet runs" if launch.get("batch_size", 0) > 1 else ""
-    return (f" Its code ran for {own} on the slowest rank, inside a launch{shared}; a run of the proof alone "
-            "(the download below) first starts its processes, which import torch and Accelerate: that takes "
-            "most of its time.")  # fmt: skip
+    others = launch.get("batch_size", 0) - 1
+    shared = f" shared with {others} other snippet run{'s' if others > 1 else ''}" if others > 0 else ""
+    return (f" Its code took {own} (slowest rank) in a launch{shared}; run alone, as the download is, starting "
+            "the processes and importing torch takes most of the time.")  # fmt: skip
 
 
 def stale(found: dict, proof: Proof | None) -> bool:
