@@ -197,7 +197,8 @@ WHAT = {
 def changes(recorded: dict, current: dict) -> list[str]:
     """The inputs that differ, each in words naming the files where it can ('its helper _claims.py')."""
     found = []
-    for key, words in WHAT.items():
+    named = {**WHAT, **{key: key.replace("_", " ") for key in {*recorded, *current} if key not in WHAT}}
+    for key, words in named.items():
         before, now = recorded.get(key), current.get(key)
         if before == now:
             continue
