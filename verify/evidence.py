@@ -14,7 +14,7 @@ from verify import fingerprint as inputs_of
 from verify.fingerprint import fingerprint, versions  # noqa: F401 (the harness and the site ask here)
 from verify.judge import MutantVerdict, Verdict
 from verify.pages import Proof
-from verify.paths import EVIDENCE_DIR, MATRIX_DIR, REFERENCE_EVIDENCE_DIR, SNIPPETS_DIR
+from verify.paths import EVIDENCE_DIR, MATRIX_DIR, REFERENCE_EVIDENCE_DIR
 from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
 
 
