@@ -604,6 +604,8 @@ def test_the_evidence_box_reads_as_sentences_and_numbers(site, page):
     row = box.locator(".ev-claim").first
     says = next(p for p in QUESTIONS if p.slug == info["whole"]).proofs[0].claims[info["whole_claim"]].says
     assert row.locator(".ev-says").inner_text().strip() == says.strip()
+    assert not row.locator(".ev-numbers").is_visible(), "the box starts folded to its sentence and verdict rows"
+    row.locator(".ev-more > summary").click()
     numbers = row.locator(".ev-numbers").inner_text()
     assert "32768" in numbers and "16384" in numbers and "e+04" not in numbers
     assert "exactly 32768" in numbers
@@ -615,9 +617,11 @@ def test_the_evidence_box_reads_as_sentences_and_numbers(site, page):
     # the claim id never breaks mid-word on a desktop
     assert page.eval_on_selector(f"#claim-{info['whole_claim']} .ev-id code", "e => getComputedStyle(e).whiteSpace") == "nowrap"
     # a mutant row in plain words, and markup in evidence shown as text
+    box.locator(".ev-mutants > summary").click()
     mutant = box.locator(".ev-mutant").first.inner_text()
     assert "Broken on purpose: the library <b>drops</b> every second gradient" in mutant
-    assert "0.68" in mutant and "the claim failed" in mutant
+    assert "0.68" in mutant and "so the claim does not hold there: caught" in mutant
+    assert box.locator(".ev-mutant strong").count() == 0, "a caught mutant is not flagged"
 
 
 def test_landing_on_a_claim_highlights_it(site, page):
@@ -646,6 +650,10 @@ def test_on_a_phone_the_evidence_rows_are_cards(site, own):
     assert tab.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
     row = tab.locator(".ev-claim").first
     assert len(row.evaluate("e => getComputedStyle(e).gridTemplateColumns").split()) == 1
+    row.locator(".ev-more > summary").click()
+    for mutants in tab.locator(".ev-mutants > summary").all():  # ids in the mutant list wrap, never scroll
+        mutants.click()
+    assert tab.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
     says, numbers = row.locator(".ev-says").bounding_box(), row.locator(".ev-numbers").bounding_box()
     assert numbers["y"] >= says["y"] + says["height"] - 1, "on a phone the numbers stack under the sentence"
 

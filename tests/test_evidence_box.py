@@ -59,24 +59,62 @@ def test_numbers_are_written_as_a_reader_writes_them():
     assert evidence_box.expectation("in", [1, 2], "") == "between 1 and 2"
 
 
+ASKED = {"num_processes": 2, "num_machines": 1, "backend": "gloo", "config_file": None, "extra_args": [],
+         "memory_limit_mb": 4096}
+
+
 def test_evidence_of_an_earlier_snippet_says_so(evidence_dir):
     proof = load_page(PAGE).proofs[0]
     claims = [claim(c, d.says) for c, d in proof.claims.items()]
     path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
     path.parent.mkdir(exist_ok=True)
     here = evidence.versions()
-    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions=here)))
+    path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions=here, asked=ASKED)))
     assert "measured on an earlier version of this snippet" in evidence_box.box(proof, "data-parallel-accuracy")
     path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions={**here, "torch": "9.9.9"})))
     html = evidence_box.box(proof, "data-parallel-accuracy")
     assert f"Measured with torch 9.9.9; this site was built with torch {here['torch']}" in html
     from verify.runner import LaunchSettings
 
-    current = evidence.fingerprint(proof, LaunchSettings(num_processes=2, use_cpu=True))
-    path.write_text(json.dumps(record(proof, claims, fingerprint=current, versions=here)))
+    settings = LaunchSettings(num_processes=2, use_cpu=True)
+    current = evidence.fingerprint(proof, settings)
+    path.write_text(json.dumps(record(proof, claims, fingerprint=current, versions=here, asked=ASKED)))
     html = evidence_box.box(proof, "data-parallel-accuracy")
-    assert "earlier version" not in html and "Evidence: every claim held" in html
+    assert "earlier version" not in html and "ev-stale" not in html and "Evidence: every claim held" in html
     assert "Measured on 2 January 2026 on the machine that built this site (Linux x86_64 machine)" in html
+
+
+def test_a_stale_note_says_what_changed(evidence_dir):
+    from verify import fingerprint
+    from verify.runner import LaunchSettings
+
+    proof = load_page(PAGE).proofs[0]
+    claims = [claim(c, d.says) for c, d in proof.claims.items()]
+    made_of = fingerprint.inputs(proof, LaunchSettings(num_processes=2, use_cpu=True))
+    helper = next(name for name in made_of["helpers"] if name.endswith("_claims.py"))
+    before = {**made_of, "snippet": "0" * 64, "helpers": {**made_of["helpers"], helper: "1" * 64}, "judge": 0}
+    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    path.write_text(json.dumps(record(proof, claims, fingerprint=fingerprint.digest(before), fingerprint_inputs=before,
+                                      versions=evidence.versions(), asked=ASKED)))  # fmt: skip
+    html = evidence_box.box(proof, "data-parallel-accuracy")
+    assert ("Measured before a change to the snippet; its helper modules (_claims.py); the judge&#x27;s rules: "
+            "the code shown may give other numbers.") in html
+
+
+def test_unchanged_code_measured_with_other_options_is_not_stale(evidence_dir):
+    """N41: evidence of `pytest verify --memory-limit-mb 8192` on unchanged code names that option, and never
+    says the code changed."""
+    from verify.runner import LaunchSettings
+
+    proof = load_page(PAGE).proofs[0]
+    claims = [claim(c, d.says) for c, d in proof.claims.items()]
+    settings = LaunchSettings(num_processes=2, use_cpu=True, memory_limit_mb=8192)
+    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    found = record(proof, claims, fingerprint=evidence.fingerprint(proof, settings), versions=evidence.versions(),
+                   asked={**ASKED, "memory_limit_mb": 8192})  # fmt: skip
+    path.write_text(json.dumps(found))
+    html = evidence_box.box(proof, "data-parallel-accuracy")
+    assert "ev-stale" not in html and "Measured with --memory-limit-mb 8192." in html
 
 
 def mutant_evidence(proof, status="killed"):
@@ -103,13 +141,17 @@ def test_mutant_rows_and_markers(evidence_dir):
     path.write_text(json.dumps(record(proof, claims, mutants=[mutant_evidence(proof)])))
     html = evidence_box.box(proof, page.slug)
     assert "Broken on purpose: DDP sums the gradients &lt;instead&gt; of averaging them." in html
-    assert "0.68" in html and "the claim failed" in html and "this proof would catch that bug" in html
+    assert "0.68" in html and "so the claim does not hold there: caught" in html and "this proof catches that bug" in html
+    assert "<strong>" not in html.split("ev-mutants")[1], "a caught mutant is the expected outcome: not flagged"
+    assert "(4 mutants)" not in html and "(1 mutant): 1 caught</summary>" in html
     note = evidence_box.place_mutants(marker, page)
     assert '!!! bug "In a world where DDP sums the gradients &#60;instead&#62; of averaging them"' in note
     assert "measured **0.68**, needs at most 1e-06: the claim fails" in note
 
     path.write_text(json.dumps(record(proof, claims, mutants=[mutant_evidence(proof, "survived")])))
-    assert "would NOT catch that bug" in evidence_box.box(proof, page.slug)
+    html = evidence_box.box(proof, page.slug)
+    assert "would NOT catch that bug" in html and '<details class="ev-mutants" open>' in html and "1 NOT caught" in html
+    assert "<strong>the claim still held" in html
     assert "!!! failure" in evidence_box.place_mutants(marker, page)
 
 
@@ -165,3 +207,42 @@ def test_a_mutant_caught_through_its_control_says_so():
     assert said == "the control measured 2.98e-08 and met it too, so the claim failed"
     missed = {"killed": True, "how": "measured missed the bound"}
     assert evidence_box.mutant_outcome(missed, {"measured": 0.31}, "", "the claim failed", "held") == "the claim failed"
+
+
+def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evidence_dir):
+    import dataclasses
+
+    page = load_page(PAGE)
+    proof = page.proofs[0]
+    first, second = list(proof.claims)[:2]
+    claims = {**proof.claims, first: dataclasses.replace(proof.claims[first], measures="largest |gradient difference|"),
+              second: dataclasses.replace(proof.claims[second], measures=None)}
+    proof = dataclasses.replace(proof, claims=claims)
+    found = record(proof, [claim(c, d.says, measured=2.5e-08) for c, d in proof.claims.items()],
+                   launch={"mode": "grouped", "batch_size": 446, "launch_seconds": 21.5})  # fmt: skip
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(found))
+    html = evidence_box.box(proof, page.slug)
+    assert ("Held: largest |gradient difference| was 2.5e-08 on every rank (needs at most 1e-06); the negative "
+            "control gave 0.5 on every rank.") in html
+    assert f"Held: the value checked ({second.replace('_', ' ')}) was" in html  # no measures: the claim's name
+    row = html.split(f'id="claim-{first}"')[1]
+    assert row.index("ev-verdict") < row.index('<details class="ev-more">') < row.index("ev-numbers")  # folded
+    assert "Its code took 1.50 s (slowest rank) in a launch shared with 445 other snippet runs; run alone" in html
+    assert "The proof ran for" not in html
+    isolated = {**found, "launch": {"mode": "isolated", "batch_size": 1, "launch_seconds": 39.2}}
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(isolated))
+    assert "The whole run took 39.2 s, the start of its processes included (its own code: 1.50 s)." in evidence_box.box(
+        proof, page.slug)
+
+
+def test_a_failed_claim_shows_its_numbers_unfolded(evidence_dir):
+    proof = load_page(PAGE).proofs[0]
+    claims = [claim(c, d.says, measured=0.9, passed=False, reason="measured 0.9") for c, d in proof.claims.items()]
+    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, claims)))
+    assert '<details class="ev-more" open>' in evidence_box.box(proof, "data-parallel-accuracy")
+
+
+def test_ids_in_the_mutant_list_can_wrap():
+    line = evidence_box.mutant_claim_line({}, {"id": "a_very_long_claim_id_without_spaces", "killed": True,
+                                                "reports": [{"rank": 0, "measured": 1, "op": "<=", "bound": 0}]}, {})
+    assert "a_<wbr>very_<wbr>long_<wbr>claim" in line

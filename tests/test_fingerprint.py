@@ -6,7 +6,7 @@ import dataclasses
 import shutil
 
 from tests.conftest import BROKEN
-from verify import evidence
+from verify import evidence, fingerprint
 from verify.labs import LabProof
 from verify.pages import Claim, Proof
 from verify.runner import LaunchSettings
@@ -35,7 +35,7 @@ def test_a_labs_fingerprint_covers_the_judges_claims_module(tmp_path, monkeypatc
     snippets.mkdir(), labs.mkdir()
     shutil.copy(BROKEN / "snippets" / "_claims.py", snippets / "_claims.py")
     (labs / "lab_x.py").write_text("# %%\nprint(1)\n")
-    monkeypatch.setattr(evidence, "SNIPPETS_DIR", snippets)
+    monkeypatch.setattr(fingerprint, "SNIPPETS_DIR", snippets)
     lab = LabProof(page="lab_x", snippet="lab_x.py", snippets_dir=labs, claims=CLAIMS)
     before = evidence.fingerprint(lab, SETTINGS)
     (snippets / "_claims.py").write_text((snippets / "_claims.py").read_text() + "\nTOLERANCE_CHANGED = True\n")
@@ -56,3 +56,65 @@ def test_the_site_can_tell_evidence_made_by_other_code(tmp_path):
     (snippets / "passing_claim.py").write_text((snippets / "passing_claim.py").read_text() + "\n# edited\n")
     assert not evidence.matches_code(found, proof)
     assert not evidence.matches_code({**found, "asked": {}}, proof)  # evidence from before it was recorded
+
+
+# --- what a fresh clone shows -------------------------------------------------------------------
+
+
+def reference_proofs():
+    from verify import labs
+    from verify.pages import all_proofs, load_pages
+    from verify.paths import REFERENCE_DIR
+
+    proofs = all_proofs(load_pages()) + labs.load_labs()[0]
+    return [(proof, evidence.read(proof.snippet, REFERENCE_DIR)) for proof in proofs]
+
+
+def test_the_committed_reference_evidence_was_made_by_the_committed_code():
+    """A change to a proof's snippet, helpers, mutants, the judge's rules or the code that runs it comes with
+    fresh reference evidence (`python -m pytest verify -k PAGE --mutants && python -m verify.website.reference`):
+    else every fresh clone would tell its reader the evidence is out of date."""
+    from verify.website import reference
+
+    stale = {proof.snippet: reference.made_by_other_code(found, proof) for proof, found in reference_proofs() if found}
+    assert not {name: changed for name, changed in stale.items() if changed}
+
+
+def test_a_fresh_clone_shows_no_out_of_date_note(monkeypatch):
+    """The first README command on a fresh clone: every page shows the reference evidence, none says it is
+    out of date (on the reference machine's versions; other versions are named, as they must be)."""
+    from verify.paths import REFERENCE_DIR
+    from verify.website import evidence_box
+
+    found = [(proof, found) for proof, found in reference_proofs() if found]
+    recorded = found[0][1]["versions"]
+    monkeypatch.setattr(fingerprint, "versions", lambda: dict(recorded))
+    monkeypatch.setattr(evidence, "versions", lambda: dict(recorded))
+    monkeypatch.setattr(evidence, "EVIDENCE_DIR", REFERENCE_DIR / "no-local-evidence")
+    monkeypatch.setattr(evidence, "REFERENCE_EVIDENCE_DIR", REFERENCE_DIR)
+    out_of_date = [proof.snippet for proof, _ in found if "ev-stale" in evidence_box.box(proof, proof.page)]
+    assert out_of_date == [] and len(found) > 100
+
+
+def test_a_change_outside_what_runs_a_proof_leaves_its_fingerprint(tmp_path, monkeypatch):
+    """The site, schema, tests and docs are not in it; the snippet, an imported helper and the running code are."""
+    snippets = tmp_path / "snippets"
+    snippets.mkdir()
+    for name in ("passing_claim.py", "_claims.py"):
+        shutil.copy(BROKEN / "snippets" / name, snippets / name)
+    (snippets / "_unused_helper.py").write_text("X = 1\n")
+    (snippets / "_used_helper.py").write_text("Y = 1\n")
+    monkeypatch.setattr(fingerprint, "SNIPPETS_DIR", snippets)
+    proof = dataclasses.replace(PROOF, snippets_dir=snippets)
+    before = fingerprint.inputs(proof, SETTINGS)
+    assert "_claims.py" in " ".join(before["helpers"]) and "_unused_helper" not in " ".join(before["helpers"])
+    (snippets / "_unused_helper.py").write_text("X = 2\n")  # not imported by the snippet
+    assert fingerprint.inputs(proof, SETTINGS) == before
+    reworded = dataclasses.replace(proof, claims={"sum_of_ranks": Claim(says="reworded", control="other words")})
+    assert fingerprint.inputs(reworded, SETTINGS) == before  # the sentences are the reader's, not the judge's
+    snippet = snippets / "passing_claim.py"
+    snippet.write_text("import _used_helper\n" + snippet.read_text())
+    after = fingerprint.inputs(proof, SETTINGS)
+    assert fingerprint.changes(before, after) == ["the snippet", "its helper modules (_used_helper.py)"]
+    assert set(after["running_code"]) == {"verify/runner.py", "verify/worker.py", "verify/mutation.py"}
+    assert fingerprint.changes({**after, "environment": {"X": "1"}}, after) == ["environment"]  # an input added later

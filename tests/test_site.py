@@ -151,3 +151,42 @@ def test_the_committed_reference_evidence_speaks_for_the_pages_claims():
         assert found.get("machine"), f"{name}: says nothing of the machine it was measured on"
         assert evidence.matches_claims(found, proofs[name].claims), f"{name}: predates its page's claims"
     assert all("predates" not in problem for problem in reference.check())
+
+
+def test_a_second_build_with_nothing_changed_redraws_no_figure(tmp_path, monkeypatch):
+    """Figures are cached by the hash of what they are drawn from (.verify/cache/figures/)."""
+    from verify.website import figures
+    from verify.pages import load_pages
+
+    monkeypatch.setattr(figures, "CACHE_DIR", tmp_path)
+    drawn = []
+    draw = figures.draw
+    monkeypatch.setattr(figures, "draw", lambda *args: drawn.append(args[0]["id"]) or draw(*args))
+    first = figures.render_all(load_pages())
+    assert first and len(drawn) == len(first)
+    drawn.clear()
+    assert figures.render_all(load_pages()) == first and drawn == []
+
+
+def test_the_search_index_is_given_no_excluded_element():
+    """The search plugin is handed the page without its `data-search-exclude` elements, nested ones whole
+    (the plugin itself would stop skipping at the first nested closing tag of the same name)."""
+    from verify.website.search_exclude import without_excluded
+
+    page = ('<p>kept</p><div class="evidence-box" data-search-exclude><div>a</div><p>still inside</p></div>'
+            '<div data-search-exclude="code"><pre><span>x</span></pre></div><details class="success" '
+            "data-search-exclude><summary>30-second answer</summary><details><p>follow-up</p></details><p>more</p>"
+            "</details><p>after</p><br data-search-excluded>")  # fmt: skip
+    assert without_excluded(page) == "<p>kept</p><p>after</p><br data-search-excluded>"
+
+
+def test_the_sitemap_and_404_have_an_address_when_built_the_readme_way():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!ENV", lambda loader, node: loader.construct_sequence(node))
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda loader, suffix, node: suffix)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+    assert config["site_url"][0] == "SITE_URL" and config["site_url"][1].startswith("http://127.0.0.1:8000/")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -15,85 +12,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from verify import environment
+from verify import fingerprint as inputs_of
 from verify.evidence_schema import EvidenceRecord, MatrixSummary
+from verify.fingerprint import UnreadableMutants, fingerprint, versions  # noqa: F401 (the harness and the site ask here)
 from verify.judge import MutantVerdict, Verdict
-from verify.mutation import MutantError, catalogue_for, catalogue_problems
 from verify.pages import Proof
-from verify.paths import EVIDENCE_DIR, MATRIX_DIR, REFERENCE_EVIDENCE_DIR, SNIPPETS_DIR
+from verify.paths import EVIDENCE_DIR, MATRIX_DIR, REFERENCE_EVIDENCE_DIR
 from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
-
-HARNESS_DIR = Path(__file__).resolve().parent
-
-
-def versions() -> dict:
-    found = {"python": platform.python_version()}
-    for package in ("torch", "accelerate", "transformers"):
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = None
-    return found
-
-
-def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
-    """Everything a verdict depends on: the snippet and the helper modules beside it and at the top of the
-    snippets folder (the judge's `_claims.py` too, which labs import from there), the page's claims and
-    time limit, the installed versions, the launch asked for (the accelerate config's contents, not only
-    its path), and the harness itself. Equal fingerprints, same verdicts."""
-    digest = hashlib.sha256()
-    helpers = sorted({*proof.path.parent.glob("_*.py"), *proof.snippets_dir.glob("_*.py"), *SNIPPETS_DIR.glob("_*.py"),
-                      *mutant_sources(proof)})  # fmt: skip
-    harness = sorted(HARNESS_DIR.glob("*.py"))  # the proof side only: verify/website/ never changes a verdict
-    for path in [proof.path, *helpers, *harness]:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    declared = {
-        "claims": {claim_id: dataclasses.asdict(claim) for claim_id, claim in proof.claims.items()},
-        "timeout": proof.timeout,
-        "versions": versions(),
-        "launch": [settings.num_processes, settings.num_machines, settings.expected_backend, settings.config_file,
-                   list(settings.extra_args)],
-        "accelerate_config": file_digest(settings.config_file),
-        "memory_limit_mb": settings.memory_limit_mb,
-        "requires": proof.requires,
-        "environment": ranks_environment(settings),
-    }  # fmt: skip
-    digest.update(json.dumps(declared, sort_keys=True).encode())
-    return digest.hexdigest()
-
-
-def ranks_environment(settings: LaunchSettings) -> dict:
-    """The variables of the ranks' environment that can change a result (verify/environment.py): part of
-    the fingerprint, so a run under other TORCH_*, NCCL_*, OMP_*... variables is never reused for this one."""
-    return environment.that_matters(settings.environment())
-
-
-def mutant_sources(proof: Proof) -> set:
-    """The files defining the mutants this proof's claims name: a changed mutant is a changed proof."""
-
-    names = {name for claim in proof.claims.values() for name in claim.breaks_when}
-    if not names:
-        return set()
-    try:
-        known = catalogue_for(proof)
-    except MutantError:
-        return set()  # the catalogue's own test names the problem
-    for problem in catalogue_problems(proof):  # a file that cannot be loaded: named, its mutants unknown
-        warnings.warn(problem, UnreadableMutants, stacklevel=2)
-    return {known[name].source for name in names if name in known}
-
-
-class UnreadableMutants(UserWarning):
-    """A _mutants.py that raises when loaded: the proofs naming its mutants fail; nothing else does."""
-
-
-def file_digest(path: str | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError as error:  # the launch will fail on it; the fingerprint just must not match a good run
-        return f"unreadable: {error}"
 
 
 def as_declared(claim: dict) -> bool:
@@ -111,25 +36,42 @@ def matches_claims(found: dict, declared: dict) -> bool:
     )
 
 
-def matches_code(found: dict, proof: Proof) -> bool:
-    """Whether this evidence was made by the code and inputs there are now (same fingerprint, under the
-    launch it records): False once the snippet, its helpers, the claims or the harness changed since.
-    For the site, which has no launch settings of its own."""
+def recorded_settings(found: dict) -> LaunchSettings | None:
+    """The launch this evidence was measured under, from what it records (None: it records none)."""
     asked = found.get("asked") or {}
-    if not found.get("fingerprint") or not proof.path.exists() or "num_processes" not in asked:
-        return False
-    settings = LaunchSettings(
+    if "num_processes" not in asked:
+        return None
+    return LaunchSettings(
         num_processes=asked["num_processes"], num_machines=asked.get("num_machines", 1),
         config_file=asked.get("config_file"), extra_args=tuple(asked.get("extra_args") or ()),
         use_cpu=asked.get("backend") != "nccl", memory_limit_mb=asked.get("memory_limit_mb", MEMORY_LIMIT_MB),
     )  # fmt: skip
+
+
+def matches_code(found: dict, proof: Proof) -> bool:
+    """Whether this evidence was made by the code and inputs there are now (same fingerprint, under the
+    launch it records): False once the snippet, its helpers, its mutants, the judge's rules, the code
+    that runs it or the versions changed since. For the site, which has no launch settings of its own."""
+    settings = recorded_settings(found)
+    if not found.get("fingerprint") or not proof.path.exists() or settings is None:
+        return False
     return found["fingerprint"] == fingerprint(proof, settings)
+
+
+def what_changed(found: dict, proof: Proof) -> list[str] | None:
+    """What differs between the inputs this evidence records and today's, in words ("the snippet", "its
+    helper modules (_claims.py)"); [] when nothing does; None when the evidence records no inputs."""
+    settings = recorded_settings(found)
+    if not isinstance(found.get("fingerprint_inputs"), dict) or settings is None or not proof.path.exists():
+        return None
+    return inputs_of.changes(found["fingerprint_inputs"], inputs_of.inputs(proof, settings))
 
 
 def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     """The latest evidence of this proof if nothing it depends on has changed since, and every claim held."""
     found = read(proof, evidence_dir) if proof.path.exists() else None
-    if not found or found.get("fingerprint") != fingerprint(proof, settings):
+    # the sentences are not in the fingerprint (they change no verdict), but evidence speaks for its own
+    if not found or found.get("fingerprint") != fingerprint(proof, settings) or not matches_claims(found, proof.claims):
         return None
     return found if all(as_declared(claim) for claim in found["claims"]) else None
 
@@ -186,7 +128,8 @@ def record(
     states = {str(rank): outcome.state for rank, outcome in sorted(ranks.items())}
     first = next((state for state in states.values() if state), {}) or {}
     installed = versions()
-    current = fingerprint(proof, settings) if proof.path.exists() else None
+    made_of = inputs_of.inputs(proof, settings) if proof.path.exists() else None
+    current = inputs_of.digest(made_of) if made_of is not None else None
     if mutant_verdicts is not None:
         mutants = mutants_section(mutant_verdicts)
     else:
@@ -196,6 +139,7 @@ def record(
         "page": proof.page,
         "snippet": proof.snippet,
         "fingerprint": current,
+        "fingerprint_inputs": made_of,  # what the site compares to say what changed since
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": installed,
         "platform": platform.platform(),

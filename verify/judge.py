@@ -20,6 +20,13 @@ def _load_claims_module():
 
 _claims = _load_claims_module()
 
+# The rules by which this module turns reports into verdicts, as a number in every proof's fingerprint
+# (verify/fingerprint.py): a change to how a verdict is reached makes all evidence "out of date", a change
+# to a message or a name does not. tests/test_judge_rules.py ties it to the judge's behaviour on a fixed
+# set of runs: when that behaviour changes the test fails until this number goes up (and every
+# reference evidence file is refreshed).
+JUDGE_RULES_VERSION = 1
+
 
 @dataclass
 class Verdict:

@@ -34,6 +34,8 @@ EXECUTED_DIR = EXECUTED_LABS_DIR
 class LabProof(Proof):
     """A lab's declared claims; `snippet` is the lab's file name, found in the labs folder."""
 
+    running_code = ("labs.py", "mutation.py")  # its fingerprint's harness part: a notebook kernel, no worker
+
 
 def lab_settings(proof: Proof) -> LaunchSettings:
     # Labs set ACCELERATE_USE_CPU themselves: they run on gloo, whatever GPUs the machine has.

@@ -55,6 +55,7 @@ class Claim:
     no_mutant: str | None = None  # why no mutant can break it
     level: str | None = None  # "modelled" for a model run on CPU; None: measured (data/levels-spec.md)
     omits: tuple = ()  # the arguments its run leaves at their defaults (verify/website/prose.py)
+    measures: str | None = None  # what its number is, in words, for the evidence box
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -133,9 +134,21 @@ class Page:
 
 def find_snippet(name: str, snippets_dir: Path = SNIPPETS_DIR) -> Path:
     """snippets/<topic>/<name>; a name that is nowhere gives the path it would have at the top."""
+    found = _snippet_index(snippets_dir).get(name)
+    if found is None or not found.exists():  # new, moved or removed since the folder was listed: list it again
+        _snippet_index.cache_clear()
+        found = _snippet_index(snippets_dir).get(name)
+    return found or snippets_dir / name
+
+
+@functools.lru_cache(maxsize=64)
+def _snippet_index(snippets_dir: Path) -> dict:
+    """name -> path of every .py file under the folder, listed once (a site build asks about 1,300 times)."""
     # Compared as names, never as glob patterns: '*.py' must not find _claims.py.
-    found = sorted(path for path in snippets_dir.rglob("*.py") if path.name == name)
-    return found[0] if found else snippets_dir / name
+    index = {}
+    for path in sorted(snippets_dir.rglob("*.py")):
+        index.setdefault(path.name, path)
+    return index
 
 
 def header_text(path: Path) -> str | None:
@@ -179,7 +192,7 @@ def claim_from(entry: schema.ClaimEntry) -> Claim:
         says=entry.says, control=entry.control, since=entry.since, until=entry.until,
         breaks_when=tuple(entry.breaks_when or ()) + tuple(entry.breaks_control_when or ()),
         through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant, level=entry.level,
-        omits=tuple(entry.omits or ()),
+        omits=tuple(entry.omits or ()), measures=entry.measures,
     )  # fmt: skip
 
 

@@ -32,3 +32,5 @@ MATRIX_DIR = Path(os.environ.get("VERIFY_MATRIX_DIR", STATE_DIR / "matrix"))
 RELEASES_DIR = STATE_DIR / "releases"
 RUNS_DIR = STATE_DIR / "runs"
 CLEANED_DIR = STATE_DIR / "cleaned"
+# What a site build keeps for the next one (figures by the hash of what they are drawn from).
+CACHE_DIR = Path(os.environ.get("VERIFY_CACHE_DIR", STATE_DIR / "cache"))

@@ -52,6 +52,9 @@ MutantNames = Annotated[list[Annotated[StrictStr, Field(pattern=MUTANT_NAME)]], 
 class ClaimEntry(Strict):
     says: StrictStr
     control: Optional[StrictStr] = None
+    # what the claim's number is, with its unit, for the evidence box ("largest |weight difference| after 3
+    # steps"); a reader's words only, never judged (not in the fingerprint)
+    measures: Optional[Annotated[StrictStr, Field(min_length=3)]] = None
     since: Optional[Release] = None
     until: Optional[Release] = None
     breaks_when: Optional[MutantNames] = None  # each must make the MEASURED value miss its bound

@@ -19,6 +19,7 @@ import re
 
 from verify import evidence
 from verify.pages import Page, Proof
+from verify.runner import MEMORY_LIMIT_MB
 
 MUTANT_MARKER = re.compile(r"^( *)<!-- mutant: ([A-Za-z0-9_.-]+) -->[ \t]*$", re.M)
 RELATION_WORDS = {"<=": "at most", ">=": "at least", "==": "exactly", "!=": "anything but", "in": "between"}
@@ -113,8 +114,7 @@ def where_and_when(found: dict) -> str:
     devices = sorted({str(device).split(":")[0] for device in (found.get("device_per_rank") or {}).values() if device})
     on = {"cpu": "the CPU", "cuda": "GPUs"}.get(devices[0], devices[0]) if len(devices) == 1 else ", ".join(devices) or "an unrecorded device"
     versions = ", ".join(f"{name} {version}" for name, version in (found.get("versions") or {}).items() if version)
-    seconds = found.get("snippet_seconds")
-    took = f" The proof ran for {seconds:.2f} s." if isinstance(seconds, (int, float)) else ""
+    took = time_words(found)
     size = found.get("world_size")
     day = when(found.get("date"))
     if found.get("reference"):
@@ -127,14 +127,64 @@ def where_and_when(found: dict) -> str:
             f"{versions}.{took}")  # fmt: skip
 
 
-def stale(found: dict, proof: Proof | None) -> bool:
-    """The recorded fingerprint differs from that of the code shown (default settings: 2 processes, CPU)."""
-    recorded = found.get("fingerprint")
-    if not recorded or proof is None or not proof.path.exists():
-        return False
-    from verify.runner import LaunchSettings
+def time_words(found: dict) -> str:
+    """What the recorded times are: a launch of its own is the time a reader's run of the proof takes; in a
+    grouped launch only the snippet's own share is the proof's, and a run alone adds the start-up first."""
+    seconds, launch = found.get("snippet_seconds"), found.get("launch") or {}
+    if not isinstance(seconds, (int, float)):
+        return ""
+    own = f"{seconds:.2f} s" if seconds >= 0.01 else "under 0.01 s"
+    if launch.get("mode") == "isolated" and isinstance(launch.get("launch_seconds"), (int, float)):
+        return (f" The whole run took {launch['launch_seconds']:.1f} s, the start of its processes included "
+                f"(its own code: {own}).")  # fmt: skip
+    others = launch.get("batch_size", 0) - 1
+    shared = f" shared with {others} other snippet run{'s' if others > 1 else ''}" if others > 0 else ""
+    return (f" Its code took {own} (slowest rank) in a launch{shared}; run alone, as the download is, starting "
+            "the processes and importing torch takes most of the time.")  # fmt: skip
 
-    return recorded != evidence.fingerprint(proof, LaunchSettings(num_processes=proof.world_size(2), use_cpu=True))
+
+def stale(found: dict, proof: Proof | None) -> bool:
+    """The evidence was not made by the code shown, under the launch it records (`evidence.matches_code`)."""
+    if not found.get("fingerprint") or proof is None or not proof.path.exists():
+        return False
+    return not evidence.matches_code(found, proof)
+
+
+def launch_options(found: dict, proof: Proof) -> list[str]:
+    """The `pytest verify` options the recorded launch differs from the default by ('--memory-limit-mb 8192')."""
+    asked = found.get("asked") or {}
+    options = []
+    if asked.get("num_processes", proof.world_size(2)) != proof.world_size(2):
+        options.append(f"--nproc {asked['num_processes']}")
+    if asked.get("num_machines", 1) != 1:
+        options.append(f"--nnodes {asked['num_machines']}")
+    if asked.get("config_file"):
+        options.append(f"--accelerate-config {asked['config_file']}")
+    if asked.get("memory_limit_mb", MEMORY_LIMIT_MB) != MEMORY_LIMIT_MB:
+        options.append(f"--memory-limit-mb {asked['memory_limit_mb']}")
+    if asked.get("extra_args"):
+        options.append("launched with " + " ".join(str(arg) for arg in asked["extra_args"]))
+    return options
+
+
+def freshness_note(found: dict, proof: Proof, rerun: str) -> str:
+    """Whether the evidence was made by the code shown, and if not, what changed since; or nothing."""
+    if not stale(found, proof):
+        options = launch_options(found, proof)
+        return (f'<p class="ev-launch">Measured with {esc(", ".join(options))}.</p>' if options else "")
+    changed = evidence.what_changed(found, proof)
+    other_versions = versions_differ(found)
+    parts = []
+    if other_versions:
+        parts.append(f"Measured with {esc(other_versions[0])}; this site was built with {esc(other_versions[1])}.")
+    if changed is None:  # evidence from before the fingerprint's inputs were recorded
+        parts.append("This evidence was measured on an earlier version of this snippet, its helpers or the "
+                     "harness that runs it than the code shown.")  # fmt: skip
+    else:
+        what = [change for change in changed if change != "the installed versions" or not other_versions]
+        if what:
+            parts.append(f"Measured before a change to {esc('; '.join(what))}: the code shown may give other numbers.")
+    return f'<p class="ev-stale">{" ".join(parts)} Rerun it: <code>{esc(rerun)}</code>.</p>'
 
 
 def breakable(claim_id: str) -> str:
@@ -173,11 +223,19 @@ def values_by_rank(reports: list, key: str, unit: str) -> str:
     )
 
 
-def verdict_words(claim: dict, declared) -> tuple[str, str]:
-    """(class, words) of a claim's outcome."""
+def measured_words(claim_id: str, declared) -> str:
+    """What the claim's number is, in words: its `measures:` ("largest |weight difference| after 3 steps"), or
+    the claim's own name in words ("averaged grads match full batch")."""
+    if declared is not None and declared.measures:
+        return declared.measures
+    return f"the value checked ({claim_id.replace('_', ' ')})"
+
+
+def verdict_words(claim: dict, declared, summary: str = "") -> tuple[str, str]:
+    """(class, words) of a claim's outcome; `summary` says what was measured against what."""
     if claim.get("expected_here", True):
         if claim["passed"]:
-            return "held", "Held: the measurement met the bound and the control did not."
+            return "held", f"Held: {summary}." if summary else "Held: the measurement met the bound and the control did not."
         return "failed", "FAILED: " + str(claim.get("reason") or "the claim did not hold")
     span = f"{declared.since or 'any'} to {declared.until or 'now'}" if declared else "its releases"
     if claim["passed"]:
@@ -187,6 +245,18 @@ def verdict_words(claim: dict, declared) -> tuple[str, str]:
     return "held", f"Does not hold on this release, as the page declares (it holds on {span})."
 
 
+def one_value(reports: list, key: str, unit: str) -> str:
+    """'3e-08 on every rank' or 'from 0 to 1.2e-08 across the ranks'."""
+    values = [report.get(key) for report in reports]
+    shown = list(dict.fromkeys(with_unit(value, unit) for value in values))
+    if len(shown) == 1:
+        return f"{shown[0]} on {'every rank' if len(values) > 1 else 'rank ' + str(reports[0].get('rank', '?'))}"
+    numbers = [value for value in values if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    if len(numbers) == len(values):
+        return f"from {with_unit(min(numbers), unit)} to {with_unit(max(numbers), unit)} across the ranks"
+    return ", ".join(shown) + " across the ranks"
+
+
 def claim_row(claim: dict, declared: dict) -> str:
     claim_id = str(claim["id"])
     known = declared.get(claim_id)
@@ -194,18 +264,21 @@ def claim_row(claim: dict, declared: dict) -> str:
     removes = (known.control if known else None) or claim.get("control_removes")
     reports = claim.get("reports") or []
     unit = unit_of(claim_id)
-    kind, words = verdict_words(claim, known)
-    cells = []
+    cells, summary = [], ""
     if reports:
         first = reports[0]
+        needs = expectation(first.get("op", "?"), first.get("bound"), unit)
+        summary = (f"{measured_words(claim_id, known)} was {one_value(reports, 'measured', unit)} (needs {needs}); "
+                   f"the negative control gave {one_value(reports, 'control', unit)}")  # fmt: skip
         cells.append(("Measured", values_by_rank(reports, "measured", unit)))
-        cells.append(("Needs", esc(expectation(first.get("op", "?"), first.get("bound"), unit))))
+        cells.append(("Needs", esc(needs)))
         control = values_by_rank(reports, "control", unit)
         if removes:
             control += f'<span class="ev-removes">with {esc(removes)}</span>'
         cells.append(("Control", control + " <span class=\"ev-must\">(must miss the bound)</span>"))
     else:
         cells.append(("Measured", "nothing: no rank reported this claim"))
+    kind, words = verdict_words(claim, known, summary)
     details = (reports[0].get("details") if reports else None) or {}
     also = ""
     if details:
@@ -215,15 +288,16 @@ def claim_row(claim: dict, declared: dict) -> str:
     return (
         f'<div class="ev-claim ev-claim--{kind}" id="{esc(claim_anchor(claim_id))}">'
         f'<p class="ev-says">{esc(says)}</p>'
-        f'<dl class="ev-numbers">{numbers}</dl>'
-        f'<p class="ev-verdict ev-verdict--{kind}">{esc(words)}</p>{also}'
-        f'<p class="ev-id">claim <code>{breakable(claim_id)}</code></p>'
+        f'<p class="ev-verdict ev-verdict--{kind}">{esc(words)}</p>'
+        f'<details class="ev-more"{" open" if kind == "failed" else ""}><summary>Every rank\'s numbers</summary>'
+        f'<dl class="ev-numbers">{numbers}</dl>{also}'
+        f'<p class="ev-id">claim <code>{breakable(claim_id)}</code></p></details>'
         "</div>"
     )
 
 
 MUTANT_STATUS = {
-    "killed": ("held", "the claim failed there, as it must: this proof would catch that bug."),
+    "killed": ("held", "this proof catches that bug: its claims no longer hold there."),
     "survived": ("failed", "the claim still held there: this proof would NOT catch that bug."),
     "crashed": ("failed", "the proof crashed there instead of measuring: a crash is not a catch."),
     "not_reached": ("failed", "the proof never reached the code this bug changes."),
@@ -244,19 +318,25 @@ def mutant_outcome(claim: dict, report: dict, unit: str, failed: str, held: str)
 
 
 def mutant_claim_line(entry: dict, claim: dict, declared: dict) -> str:
+    """One claim in a mutant's world, in plain words: caught is the expected outcome, so it is not flagged;
+    a claim that still held there is."""
     claim_id = str(claim.get("id", "?"))
     unit = unit_of(claim_id)
     report = (claim.get("reports") or [{}])[0]
-    says = declared[claim_id].says if claim_id in declared else claim_id
+    known = declared.get(claim_id)
+    says = known.says if known else claim_id
     measured = with_unit(report.get("measured"), unit) if report else "nothing"
     needs = expectation(report.get("op", "?"), report.get("bound"), unit) if report else "?"
-    outcome = mutant_outcome(claim, report, unit, "the claim failed", "the claim still held")
-    return (f'<li>“{esc(says)}” measured <span class="ev-value">{esc(measured)}</span> on rank '
-            f'{esc(report.get("rank", "?"))}, needs {esc(needs)}: <strong>{esc(outcome)}</strong>.'
-            f' <span class="ev-id">claim <code>{esc(claim_id)}</code></span></li>')  # fmt: skip
+    outcome = mutant_outcome(claim, report, unit, "so the claim does not hold there: caught", "the claim still held")
+    what = measured_words(claim_id, known)
+    outcome_html = esc(outcome) if claim.get("killed") else f"<strong>{esc(outcome)}</strong>"
+    return (f'<li title="{esc(says)}">{esc(what[:1].upper() + what[1:])} was <span class="ev-value">{esc(measured)}</span> on rank '
+            f'{esc(report.get("rank", "?"))} (needs {esc(needs)}), {outcome_html}.'
+            f' <span class="ev-id">claim <code>{breakable(claim_id)}</code></span></li>')  # fmt: skip
 
 
 def mutant_rows(found: dict, declared: dict) -> str:
+    """The mutants, folded under one line that counts the bugs this proof catches."""
     entries = found.get("mutants") or []
     if not entries:
         return ""
@@ -269,10 +349,15 @@ def mutant_rows(found: dict, declared: dict) -> str:
             f'<p class="ev-says">Broken on purpose: {esc(entry.get("describes") or entry.get("mutant"))}.</p>'
             f'<ul class="ev-mutant-claims">{claims}</ul>'
             f'<p class="ev-verdict ev-verdict--{kind}">In that world {esc(words)}</p>'
-            f'<p class="ev-id">mutant <code>{esc(entry.get("mutant", "?"))}</code></p></div>'
+            f'<p class="ev-id">mutant <code>{breakable(entry.get("mutant", "?"))}</code></p></div>'
         )
-    return ('<p class="ev-heading">The same proof in worlds where the library is broken on purpose (mutants):</p>'
-            + "".join(rows))  # fmt: skip
+    caught = sum(1 for entry in entries if entry.get("status") == "killed")
+    missed = len(entries) - caught
+    summary = (f"The same proof with the library broken on purpose ({len(entries)} mutant{'s' if len(entries) > 1 else ''}): "
+               f"{caught} caught" + (f", {missed} NOT caught" if missed else ""))  # fmt: skip
+    opened = " open" if missed else ""  # a bug the proof misses is never folded away
+    return (f'<details class="ev-mutants"{opened}><summary class="ev-heading">{esc(summary)}</summary>'
+            + "".join(rows) + "</details>")  # fmt: skip
 
 
 def box(proof: Proof, slug: str) -> str:
@@ -296,17 +381,10 @@ def box(proof: Proof, slug: str) -> str:
     if passed and found.get("reference"):
         title += " (reference run)"
     notes = [f'<p class="ev-where">{esc(where_and_when(found))}</p>']
-    other_versions = versions_differ(found)
-    if stale(found, proof) and other_versions:
-        notes.append(f'<p class="ev-stale">Measured with {esc(other_versions[0])}; this site was built with '
-                     f"{esc(other_versions[1])}. Rerun it to measure yours: <code>{esc(rerun)}</code>.</p>")  # fmt: skip
-    elif stale(found, proof):
-        notes.append(
-            '<p class="ev-stale">This evidence was measured on an earlier version of this snippet (or of its '
-            "helpers or the harness) than the code shown above. Rerun it: "
-            f"<code>{esc(rerun)}</code>.</p>"
-        )
-    elif found.get("reference"):
+    fresh = freshness_note(found, proof, rerun)
+    if fresh:
+        notes.append(fresh)
+    if found.get("reference") and "ev-stale" not in fresh:
         notes.append(f'<p class="ev-rerun">Replace it with your own machine\'s: <code>{esc(rerun)}</code>, '
                      "then rebuild the site.</p>")  # fmt: skip
     notes.append(levels_note(proof, found))

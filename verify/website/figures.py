@@ -22,12 +22,16 @@ claim's first report in the latest evidence. The page puts the figure where it h
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import os
+import tempfile
 import textwrap
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from verify.pages import Page
-from verify.paths import DOCS_DIR
+from verify.paths import CACHE_DIR, DOCS_DIR
 from verify import evidence
 
 FIGURES_DIR = "assets/figures"
@@ -300,8 +304,32 @@ def render_all(pages: list[Page]) -> dict[str, str]:
                 bound = bound_of(spec, page)
             except MissingData:
                 continue
-            rendered[path_of(spec["id"])] = draw(spec, resolved, bound)
+            rendered[path_of(spec["id"])] = drawn(spec, resolved, bound)
     return rendered
+
+
+def drawn(spec: dict, resolved: list, bound, cache_dir: Path | None = None) -> str:
+    """`draw`, or the SVG a build drew before from the same inputs (the declaration, the values, this
+    module's code and matplotlib's version): a build that changes no figure's evidence redraws none."""
+    import matplotlib
+
+    folder = (cache_dir or CACHE_DIR) / "figures"
+    inputs = json.dumps([spec, resolved, bound, matplotlib.__version__, hashlib.sha256(Path(__file__).read_bytes()).hexdigest()],
+                        sort_keys=True, default=str)  # fmt: skip
+    cached = folder / f"{hashlib.sha256(inputs.encode()).hexdigest()}.svg"
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    svg = draw(spec, resolved, bound)
+    try:  # written whole or not at all; a read-only checkout just draws again next time
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False, encoding="utf-8") as out:
+            out.write(svg)
+        os.replace(out.name, cached)
+    except OSError:
+        pass
+    return svg
 
 
 def placeholder(spec: dict, page: Page, why: str) -> str:

@@ -13,12 +13,13 @@ import re
 import sys
 from pathlib import Path
 
+from mkdocs import plugins
 from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads hooks by path: the checkout first
 
 from verify import evidence, levels, sources
-from verify.website import downloads, evidence_box, figures, folds, lab_pages, ledger, study  # noqa: E402
+from verify.website import downloads, evidence_box, figures, folds, lab_pages, ledger, search_exclude, study  # noqa: E402
 from verify.website import levels as level_labels  # noqa: E402
 from verify.pages import QUESTIONS, REPO_URL, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
 from verify.paths import DOCS_DIR, SNIPPETS_DIR
@@ -238,21 +239,26 @@ CHINESE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff《》〈〉「」『』【】
 RAW_ELEMENTS = ("script", "style", "pre", "textarea")
 
 
+HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+RAW_SPAN = re.compile(r"<(script|style|pre|textarea)(?=[\s>])[^>]*>.*?</\1\s*>", re.S | re.I)
+
+
 def mark_chinese(html_text: str) -> str:
-    """Chinese runs of text get lang="zh", so screen readers and fonts treat them as Chinese."""
-    parts = re.split(r"(<[^>]*>)", html_text)
-    inside = None
-    for index, part in enumerate(parts):
-        if part.startswith("<"):
-            name = re.match(r"</?\s*([a-zA-Z0-9]+)", part)
-            tag = name.group(1).lower() if name else ""
-            if inside is None and tag in RAW_ELEMENTS and not part.startswith("</"):
-                inside = tag
-            elif inside == tag and part.startswith("</"):
-                inside = None
-        elif inside is None and part:
-            parts[index] = CHINESE.sub(lambda m: f'<span lang="zh">{m.group(0)}</span>', part)
-    return "".join(parts)
+    """Chinese runs of text get lang="zh", so screen readers and fonts treat them as Chinese (not inside a
+    tag, nor inside <script>, <style>, <pre> or <textarea>)."""
+    if not HAN.search(html_text):  # most pages: nothing to mark
+        return html_text
+    raw = [span.span() for span in RAW_SPAN.finditer(html_text)]
+    kept, position = [], 0
+    for run in CHINESE.finditer(html_text):
+        start = run.start()
+        if html_text.rfind("<", 0, start) > html_text.rfind(">", 0, start) or any(a <= start < b for a, b in raw):
+            continue
+        kept += [html_text[position:start], f'<span lang="zh">{run.group(0)}</span>']
+        position = run.end()
+    return "".join(kept) + html_text[position:]
 
 
 def on_page_content(html_text, page, config, files):
@@ -265,3 +271,20 @@ def on_page_content(html_text, page, config, files):
 
 def on_post_page(output, page, config):
     return lab_pages.self_contained(output, page, config)
+
+
+# The search plugin indexes a page in its on_page_context: it gets the page without what it would skip
+# anyway (verify/website/search_exclude.py), and the page is whole again right after.
+@plugins.event_priority(100)
+def _before_search(context, page, config, nav):
+    search_exclude.before_indexing(page)
+    return context
+
+
+@plugins.event_priority(-100)
+def _after_search(context, page, config, nav):
+    search_exclude.after_indexing(page)
+    return context
+
+
+on_page_context = plugins.CombinedEvent(_before_search, _after_search)

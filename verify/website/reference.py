@@ -92,7 +92,8 @@ def refresh(source: Path = evidence.EVIDENCE_DIR, labs_source: Path = labs.EXECU
 
 
 def check(target: Path = REFERENCE_DIR) -> list[str]:
-    """Problems of the committed set: proofs without reference evidence, or whose claims changed since."""
+    """Problems of the committed set: proofs without reference evidence, whose claims changed since, or
+    whose code did (its snippet, helpers, mutants, the judge's rules, the code that runs it, its launch)."""
     problems = [f"no reference evidence: {name}" for name in expected_files() if not (target / name).exists()]
     for proof in all_proofs(load_pages()) + labs.load_labs()[0]:
         found = evidence.read(proof, target)
@@ -100,7 +101,20 @@ def check(target: Path = REFERENCE_DIR) -> list[str]:
             problems.append(f"reference evidence predates the page's claims: {proof.snippet}")
         elif found and not all(evidence.as_declared(claim) for claim in found["claims"]):
             problems.append(f"a claim failed in the reference run: {proof.snippet}")
+        elif found:
+            changed = made_by_other_code(found, proof)
+            if changed:
+                problems.append(f"reference evidence measured before a change to {'; '.join(changed)}: {proof.snippet}")
     return problems
+
+
+def made_by_other_code(found: dict, proof) -> list[str]:
+    """What changed in the code since this evidence was measured (the installed versions aside: they are the
+    machine's, not the repository's); one line saying so for evidence that records no inputs."""
+    changed = evidence.what_changed(found, proof)
+    if changed is None:
+        return ["(unknown: it records no fingerprint inputs)"]
+    return [change for change in changed if change != "the installed versions"]
 
 
 def main(argv: list[str] | None = None) -> int:
