@@ -93,7 +93,8 @@ def test_a_stale_note_says_what_changed(evidence_dir):
     made_of = fingerprint.inputs(proof, LaunchSettings(num_processes=2, use_cpu=True))
     helper = next(name for name in made_of["helpers"] if name.endswith("_claims.py"))
     before = {**made_of, "snippet": "0" * 64, "helpers": {**made_of["helpers"], helper: "1" * 64}, "judge": 0}
-    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record(proof, claims, fingerprint=fingerprint.digest(before), fingerprint_inputs=before,
                                       versions=evidence.versions(), asked=ASKED)))  # fmt: skip
     html = evidence_box.box(proof, "data-parallel-accuracy")
@@ -109,7 +110,8 @@ def test_unchanged_code_measured_with_other_options_is_not_stale(evidence_dir):
     proof = load_page(PAGE).proofs[0]
     claims = [claim(c, d.says) for c, d in proof.claims.items()]
     settings = LaunchSettings(num_processes=2, use_cpu=True, memory_limit_mb=8192)
-    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
     found = record(proof, claims, fingerprint=evidence.fingerprint(proof, settings), versions=evidence.versions(),
                    asked={**ASKED, "memory_limit_mb": 8192})  # fmt: skip
     path.write_text(json.dumps(found))
@@ -220,7 +222,7 @@ def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evide
     proof = dataclasses.replace(proof, claims=claims)
     found = record(proof, [claim(c, d.says, measured=2.5e-08) for c, d in proof.claims.items()],
                    launch={"mode": "grouped", "batch_size": 446, "launch_seconds": 21.5})  # fmt: skip
-    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(found))
+    written(proof, evidence_dir).write_text(json.dumps(found))
     html = evidence_box.box(proof, page.slug)
     assert ("Held: largest |gradient difference| was 2.5e-08 on every rank (needs at most 1e-06); the negative "
             "control gave 0.5 on every rank.") in html
@@ -230,7 +232,7 @@ def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evide
     assert "Its code took 1.50 s (slowest rank) in a launch shared with 445 other snippet runs; run alone" in html
     assert "The proof ran for" not in html
     isolated = {**found, "launch": {"mode": "isolated", "batch_size": 1, "launch_seconds": 39.2}}
-    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(isolated))
+    written(proof, evidence_dir).write_text(json.dumps(isolated))
     assert "The whole run took 39.2 s, the start of its processes included (its own code: 1.50 s)." in evidence_box.box(
         proof, page.slug)
 
@@ -238,8 +240,14 @@ def test_a_claim_row_says_what_was_measured_in_words_and_folds_its_numbers(evide
 def test_a_failed_claim_shows_its_numbers_unfolded(evidence_dir):
     proof = load_page(PAGE).proofs[0]
     claims = [claim(c, d.says, measured=0.9, passed=False, reason="measured 0.9") for c, d in proof.claims.items()]
-    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, claims)))
+    written(proof, evidence_dir).write_text(json.dumps(record(proof, claims)))
     assert '<details class="ev-more" open>' in evidence_box.box(proof, "data-parallel-accuracy")
+
+
+def written(proof, evidence_dir):
+    path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def test_ids_in_the_mutant_list_can_wrap():

@@ -151,7 +151,7 @@ def record(
             "extra_args": list(settings.extra_args),
             "memory_limit_mb": settings.memory_limit_mb,
         },
-        "environment": ranks_environment(settings),
+        "environment": inputs_of.ranks_environment(settings),
         "world_size": len(ranks),
         "backend": first.get("backend"),
         "device_per_rank": {rank: (state or {}).get("device") for rank, state in states.items()},
