@@ -232,6 +232,8 @@ def forked_memory(child: psutil.Process) -> int:
         return child.memory_full_info().uss
     except psutil.AccessDenied:
         return child.memory_info().rss
+    except psutil.NoSuchProcess:  # gone, or a zombie (a mutant's fork that exited, not yet reaped)
+        return 0
 
 
 class MemoryWatch:

@@ -13,6 +13,7 @@ file each rank writes and enforces the time limits.
 import ctypes
 import contextlib
 import faulthandler
+import gc
 import json
 import os
 import random
@@ -228,31 +229,51 @@ def own_process_group(name):
     dist.init_process_group(backend, store=dist.PrefixStore(name, store), rank=world_rank, world_size=world_size)
 
 
-def in_a_fork(run, status, faults):
+_exiting = []  # forks that reported their outcome and may still be exiting
+
+
+def reap(block):
+    for child in list(_exiting):
+        if os.waitpid(child, 0 if block else os.WNOHANG)[0]:
+            _exiting.remove(child)
+
+
+def in_a_fork(run, status, faults, python_rng):
     """Runs `run()` in a fork of this rank, so whatever it changes (a mutant may assign to torch's classes
     directly, or edit a module's globals) dies with the fork: the next run starts from this process,
     untouched, as a launch of its own would. A fork that fails ends this rank the way it ended."""
+    reap(block=False)  # the last fork may still be exiting: its teardown overlaps with this one
     for stream in (status, faults, sys.stdout, sys.stderr):
         stream.flush()  # else a buffer would be written twice, once by each process
     parent = os.getpid()
+    outcome_read, outcome_write = os.pipe()
+    gc.freeze()  # the fork's garbage collector then never walks (and so never copies) the parent's pages
     child = os.fork()
     if child == 0:
-        code = 1
+        os.close(outcome_read)
+        ok = False
         try:
             die_with(parent)
+            random.setstate(python_rng)  # Python reseeds its generator in a fork: back to the rank's state
             run()
             status.flush()
-            code = 0
+            ok = True
         finally:
-            os._exit(code)
+            os.write(outcome_write, b"0" if ok else b"1")  # the parent goes on while this process is torn down
+            os._exit(0 if ok else 1)
+    gc.unfreeze()
+    os.close(outcome_write)
+    with os.fdopen(outcome_read, "rb") as outcome:
+        said = outcome.read(1)
+    if said == b"0":
+        _exiting.append(child)
+        return
     _, code = os.waitpid(child, 0)
-    if os.WIFSIGNALED(code):  # the launcher's summary then names the signal, as for an unforked rank
-        status.flush()
+    status.flush()
+    if os.WIFSIGNALED(code):  # killed: the launcher's summary then names the signal, as for an unforked rank
         signal.signal(os.WTERMSIG(code), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(code))
-    if os.waitstatus_to_exitcode(code) != 0:
-        status.flush()
-        os._exit(os.waitstatus_to_exitcode(code))
+    os._exit(os.waitstatus_to_exitcode(code) or 1)
 
 
 def main(manifest_path):
@@ -281,9 +302,11 @@ def main(manifest_path):
             dist.barrier()  # no rank starts a snippet while another is still inside the previous one
         fresh.restore()
         if snippet.get("mutant"):
-            in_a_fork(lambda: run_snippet(snippet, run_dir, rank, emit, world=f"verify-fork-{number}"), status, faults)
+            in_a_fork(lambda: run_snippet(snippet, run_dir, rank, emit, world=f"verify-fork-{number}"), status, faults,
+                      fresh.python_rng)
         else:
             run_snippet(snippet, run_dir, rank, emit)
+    reap(block=True)
     if dist.is_initialized():
         dist.barrier()
     emit("done")
