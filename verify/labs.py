@@ -25,7 +25,7 @@ from verify import mutation
 from verify.judge import MutantVerdict, Results, Verdict, judge, judge_mutant
 from verify.paths import EXECUTED_LABS_DIR, LABS_DIR, ROOT, RUNS_DIR, SNIPPETS_DIR
 from verify.pages import DEFAULT_TIMEOUT_S, Page, PageError, Proof, claim_from, validated
-from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
+from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, MemoryWatch, RankOutcome, SnippetRun, kill_processes
 
 EXECUTED_DIR = EXECUTED_LABS_DIR
 
@@ -37,9 +37,9 @@ class LabProof(Proof):
     running_code = ("labs.py", "mutation.py")  # its fingerprint's harness part: a notebook kernel, no worker
 
 
-def lab_settings(proof: Proof) -> LaunchSettings:
+def lab_settings(proof: Proof, memory_limit_mb: int | None = MEMORY_LIMIT_MB) -> LaunchSettings:
     # Labs set ACCELERATE_USE_CPU themselves: they run on gloo, whatever GPUs the machine has.
-    return LaunchSettings(num_processes=proof.world_size(2), use_cpu=True)
+    return LaunchSettings(num_processes=proof.world_size(2), use_cpu=True, memory_limit_mb=memory_limit_mb)
 
 
 def lab_header(path: Path) -> tuple[str | None, int]:
@@ -107,10 +107,20 @@ def failing_cell(notebook) -> str | None:
 
 
 CELL_OUTPUT_LIMIT = 100_000  # characters of one output kept in the executed notebook (the site shows it)
+NOTEBOOK_OUTPUT_LIMIT = 2_000_000  # characters of all outputs together: 200 outputs of 90 kB each stop here
 
 
-def cap_outputs(notebook, limit: int = CELL_OUTPUT_LIMIT) -> None:
-    """Keep the first `limit` characters of each output's text, and say that the rest was cut."""
+def output_size(output) -> int:
+    parts = [output.get("text", "")] + list((output.get("data") or {}).values())
+    return sum(len(part) if isinstance(part, str) else len(json.dumps(part)) for part in parts)
+
+
+def cap_outputs(notebook, limit: int = CELL_OUTPUT_LIMIT, total: int = NOTEBOOK_OUTPUT_LIMIT) -> None:
+    """Keep the first `limit` characters of each output's text, and say that the rest was cut; once the
+    outputs kept reach `total`, every later output is dropped, and its cell says how many went."""
+    import nbformat
+
+    kept = 0
     for cell in notebook.cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             texts = [("text", output)] if "text" in output else []
@@ -119,6 +129,66 @@ def cap_outputs(notebook, limit: int = CELL_OUTPUT_LIMIT) -> None:
                 text = holder[key] if isinstance(holder[key], str) else "".join(holder[key])
                 if len(text) > limit:
                     holder[key] = text[:limit] + f"\n[output cut: {len(text) - limit} more characters were not kept]\n"
+        if cell.cell_type != "code" or not cell.get("outputs"):
+            continue
+        outputs, fitting = cell.outputs, []
+        for output in outputs:
+            if kept + output_size(output) > total:
+                break
+            kept += output_size(output)
+            fitting.append(output)
+        if len(fitting) < len(outputs):
+            dropped = len(outputs) - len(fitting)
+            note = f"[output cut: {dropped} more output(s) of this cell were not kept; the notebook keeps {total} characters]\n"
+            cell.outputs = fitting + [nbformat.v4.new_output("stream", name="stdout", text=note)]
+            kept = total  # and nothing after this cell either
+
+
+def write_notebook(notebook, path: Path) -> None:
+    """Written whole or not at all (a temporary file beside it, then a rename), as evidence is: a kill or a
+    site build at the wrong moment never meets half a notebook. Mode as any new file (umask)."""
+    import nbformat
+
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as file:
+            nbformat.write(notebook, file)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+class KernelWatch:
+    """The kernel and its forks while a lab runs: their memory against the limit (the same MemoryWatch a
+    snippet's ranks have), and how many processes the kernel started (a lab's world must have workers)."""
+
+    def __init__(self, pid: int, limit_mb: int | None, on_too_big):
+        import psutil
+
+        self.kernel, self.memory, self.on_too_big = psutil.Process(pid), MemoryWatch(limit_mb), on_too_big
+        self.children: set[int] = set()
+        self.problem: str | None = None
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name=f"watch kernel {pid}", daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        import psutil
+
+        while not self.stopped.wait(0.1):
+            try:
+                self.children.update(child.pid for child in self.kernel.children(recursive=True))
+            except psutil.Error:
+                return
+            too_big = self.memory.over_limit({0: [{"pid": self.kernel.pid}]})
+            if too_big:
+                self.problem = "the kernel and its workers ran out of memory" + too_big.split("ran out of memory", 1)[1]
+                self.on_too_big()
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(5)
 
 
 def cell_named(notebook, number: int | None) -> str:
@@ -151,7 +221,7 @@ def break_the_library(notebook, mutant: mutation.Mutant, reached_file: Path) -> 
 
 
 def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR,
-            mutant: mutation.Mutant | None = None) -> SnippetRun:  # fmt: skip
+            mutant: mutation.Mutant | None = None, memory_limit_mb: int | None = MEMORY_LIMIT_MB) -> SnippetRun:  # fmt: skip
     """Execute the lab in a fresh kernel and collect its claims; with `mutant`, in that broken library (its
     executed notebook is then never kept: the site shows the plain run)."""
     import jupytext
@@ -167,6 +237,7 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
         break_the_library(notebook, mutant, reached_file)
         executed_dir = None
     running = {"cell": None}  # the cell being executed: named when the lab hangs or its kernel dies
+    watch: list[KernelWatch] = []  # started with the first cell, once the kernel has a pid
     # `timeout` is the lab's whole budget from its first cell on (as a snippet's runs from when its ranks
     # are ready): nbclient's own limit is per cell only.
     deadline = threading.Timer(proof.timeout, lambda: kill_kernel_tree(client))
@@ -175,6 +246,8 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
         running["cell"] = cell_index + 1
         if not deadline.is_alive() and not deadline.finished.is_set():
             deadline.start()
+        if not watch:
+            watch.append(KernelWatch(client.km.provisioner.pid, memory_limit_mb, lambda: kill_kernel_tree(client)))
 
     client = NotebookClient(
         notebook, timeout=proof.timeout, kernel_name="python3", allow_errors=False,
@@ -203,7 +276,11 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
             problem = f"lab {proof.snippet}: the kernel died in {cell_named(notebook, running['cell'])}: {error}"
     finally:
         deadline.cancel()
+        for watcher in watch:
+            watcher.stop()
         kill_kernel_tree(client)
+    if watch and watch[0].problem:  # killed for its memory: not a hang, nor a kernel that died by itself
+        status, problem = "crashed", f"lab {proof.snippet}: {watch[0].problem}"
     if reaper.stopping.is_set():  # interrupted: what the lab did so far proves nothing, so write nothing
         raise KeyboardInterrupt(f"lab {proof.snippet} stopped; no evidence written")
     seconds = time.monotonic() - started
@@ -218,7 +295,7 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
         cap_outputs(notebook)
         notebook.metadata["verify"] = {"status": status, "problem": problem, "seconds": round(seconds, 2),
                                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
-        nbformat.write(notebook, executed_dir / f"{proof.name}.ipynb")
+        write_notebook(notebook, executed_dir / f"{proof.name}.ipynb")
 
     reports = []
     for claims_file in sorted(work_dir.glob(f"{proof.name}.rank*.claims.jsonl")):
@@ -234,6 +311,12 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
         return SnippetRun(proof.name, str(proof.path), "not reported", {}, problem, None, info)
     if any(not isinstance(world, list) or not world for world in worlds):
         problem = f"lab {proof.snippet}: every claim must report world=[what each worker saw]; got {worlds}"
+        return SnippetRun(proof.name, str(proof.path), "crashed", {}, problem, None, info)
+    workers_seen = len(watch[0].children) if watch else 0
+    if len(worlds[0]) > 1 and workers_seen < len(worlds[0]):
+        # the world is the notebook's own report: it must at least have had the workers it describes
+        problem = (f"lab {proof.snippet}: its claims report a world of {len(worlds[0])} workers, but the kernel "
+                   f"started {workers_seen} process(es)")  # fmt: skip
         return SnippetRun(proof.name, str(proof.path), "crashed", {}, problem, None, info)
     ranks = {}
     for entry in worlds[0]:  # the kernel judged; the workers' world is the state the judge checks
@@ -257,19 +340,20 @@ def run_lab(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTE
 
 
 def run_lab_retrying_a_stuck_kernel(proof: LabProof, work_dir: Path, executed_dir: Path | None = EXECUTED_DIR,
-                                     mutant: mutation.Mutant | None = None) -> SnippetRun:  # fmt: skip
+                                     mutant: mutation.Mutant | None = None,
+                                     memory_limit_mb: int | None = MEMORY_LIMIT_MB) -> SnippetRun:  # fmt: skip
     """run_lab, and once more in a fresh kernel when the first kernel hung or died (not when a cell raised).
 
     notebook_launcher forks its workers from a kernel that has threads of its own; rarely (twice among this
     machine's full runs on 2026-12-01) a launch never returned and the lab ran into its deadline. A second,
     fresh kernel tells such a one-off from a lab or a mutant that really hangs: that one hangs again and is
     reported as before. The run's launch record (`first_try`) keeps what the first kernel met."""
-    run = run_lab(proof, work_dir, executed_dir, mutant)
+    run = run_lab(proof, work_dir, executed_dir, mutant, memory_limit_mb)
     stuck = run.status == "hung" or (run.status == "crashed" and "the kernel died" in (run.problem or ""))
     if not stuck or reaper.stopping.is_set():
         return run
     first_problem = run.problem
-    run = run_lab(proof, work_dir.with_name(work_dir.name + "@retry"), executed_dir, mutant)
+    run = run_lab(proof, work_dir.with_name(work_dir.name + "@retry"), executed_dir, mutant, memory_limit_mb)
     run.launch["first_try"] = first_problem
     return run
 
@@ -277,12 +361,13 @@ def run_lab_retrying_a_stuck_kernel(proof: LabProof, work_dir: Path, executed_di
 def verify_labs(
     proofs: list[LabProof], work_dir: Path, evidence_dir: Path | None = evidence.EVIDENCE_DIR,
     executed_dir: Path | None = EXECUTED_DIR, reuse_evidence: bool = False, mutants: bool = False,
+    memory_limit_mb: int | None = MEMORY_LIMIT_MB,
 ) -> Results:  # fmt: skip
     """Each lab's claims judged, with evidence written as for a snippet; with `mutants`, each lab runs once
     more per mutant its claims name, in a fresh kernel with the library broken (`break_the_library`)."""
     results = Results()
     for proof in proofs:
-        settings = lab_settings(proof)
+        settings = lab_settings(proof, memory_limit_mb)  # recorded with the evidence: the limit really used
         reusable = reuse_evidence and evidence_dir is not None
         reused = evidence.reused_verdicts(proof, settings, evidence_dir) if reusable else None
         reused_mutants = evidence.reused_mutant_verdicts(proof, mutation.named_mutants(proof), evidence_dir) \
@@ -291,7 +376,7 @@ def verify_labs(
             results.verdicts.update({(proof.page, proof.snippet, verdict.claim): verdict for verdict in reused})
             results.mutants.update({(proof.page, proof.snippet, v.mutant): v for v in reused_mutants.values()})
             continue
-        run = run_lab_retrying_a_stuck_kernel(proof, work_dir / proof.name, executed_dir)
+        run = run_lab_retrying_a_stuck_kernel(proof, work_dir / proof.name, executed_dir, None, memory_limit_mb)
         proof_verdicts = judge(proof, run, settings)
         mutant_verdicts = []
         if mutants:
@@ -306,7 +391,8 @@ def verify_labs(
                                                              f"; {problem}" for problem in
                                                              mutation.catalogue_problems(proof)), [], {}))  # fmt: skip
                     continue
-                mutant_run = run_lab_retrying_a_stuck_kernel(proof, work_dir / f"{proof.name}@{name}", None, known[name])
+                mutant_run = run_lab_retrying_a_stuck_kernel(proof, work_dir / f"{proof.name}@{name}", None, known[name],
+                                                             memory_limit_mb)  # fmt: skip
                 mutant_verdicts.append(judge_mutant(proof, known[name], mutant_run, settings))
         if evidence_dir is not None and not reaper.stopping.is_set():
             record = evidence.record(proof, run, proof_verdicts, settings, mutant_verdicts if mutants else None,

@@ -102,3 +102,29 @@ def stop_on_signals():
         _installed -= 1
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+RUN_TOKEN = "VERIFY_RUN_TOKEN"  # set in a launch's environment: every process it starts inherits it
+
+
+def tagged(token: str) -> list[tuple[psutil.Process, dict]]:
+    """Every live process whose environment carries `RUN_TOKEN=token`, with that environment: found
+    wherever it went (a double fork under setsid re-parents to pid 1, out of reach of any tree walk)."""
+    found = []
+    marker = f"{RUN_TOKEN}={token}".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                variables = environ.read().split(b"\0")
+            if marker not in variables:
+                continue
+            process = psutil.Process(int(entry.name))
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            env = dict(v.decode(errors="replace").partition("=")[::2] for v in variables if b"=" in v)
+            found.append((process, env))
+        except (OSError, psutil.Error):  # gone, or another user's
+            continue
+    return found

@@ -16,15 +16,20 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from verify import environment, reaper
+from verify import checkout, environment, reaper
+from verify.bounded_output import BoundedOutput
+from verify.paths import DOCS_DIR, ROOT, SNIPPETS_DIR
 from verify.reaper import kill_groups
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
+WITH_PARENT = Path(__file__).resolve().parent / "with_parent.py"  # the launcher dies with the harness
 STARTUP_TIMEOUT_S = 180.0
 POLL_S = 0.1
 STACK_DUMP_WAIT_S = 1.5
@@ -145,10 +150,15 @@ def rank_pids(events: dict) -> list[int]:
 
 
 def read_text(path: Path, limit: int = 20000) -> str:
-    if not path.exists():
+    """The last `limit` characters of a file, read from its end (a log may be large)."""
+    try:
+        with open(path, "rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - 4 * limit))  # UTF-8: at most 4 bytes a character
+            text = file.read().decode(errors="replace")
+    except FileNotFoundError:
         return ""
-    text = path.read_text(errors="replace")
-    return text if len(text) <= limit else "...\n" + text[-limit:]
+    return text if len(text) <= limit and size <= 4 * limit else "...\n" + text[-limit:]
 
 
 class Launchers:
@@ -220,6 +230,8 @@ def forked_memory(child: psutil.Process) -> int:
         return child.memory_full_info().uss
     except psutil.AccessDenied:
         return child.memory_info().rss
+    except psutil.NoSuchProcess:  # gone, or a zombie (a mutant's fork that exited, not yet reaped)
+        return 0
 
 
 class MemoryWatch:
@@ -267,6 +279,9 @@ class Launch:
             for machine in range(settings.num_machines)
         ]  # fmt: skip
         self.log_path = run_dir / "launch.log"  # every machine's launcher writes here, line by line
+        self.token = uuid.uuid4().hex  # in every process of this launch's environment: finds the strays
+        # A snippet must not write into the pages or the snippets; its own folder may be a test's.
+        self.watched = [DOCS_DIR, SNIPPETS_DIR, *sorted({str(Path(spec.path).parent) for spec in batch})]
 
     def info(self, **more) -> dict:
         command = "\n".join(" ".join(command) for command in self.commands)
@@ -304,18 +319,63 @@ class Launch:
         scratch = self.run_dir / "scratch"  # the ranks' working directory: a snippet's stray files land here
         scratch.mkdir(exist_ok=True)
         process = Launchers([])
+        self.output = BoundedOutput(self.log_path)
+        environment = {**self.settings.environment(), reaper.RUN_TOKEN: self.token}
+        checkout_before = checkout.snapshot(self.watched, ignore=[self.run_dir.parent])
         with reaper.tracked(lambda: kill_tree(process, self.rank_pids())):
             try:
-                with open(self.log_path, "w") as log:
-                    for command in self.commands:
-                        process.processes.append(subprocess.Popen(
-                            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=self.settings.environment(), start_new_session=True, cwd=scratch,
-                        ))  # fmt: skip
-                        process.watch()  # its group is known from the start, whatever happens next
+                for command in self.commands:
+                    process.processes.append(subprocess.Popen(
+                        [sys.executable, str(WITH_PARENT), str(os.getpid()), *command],
+                        stdout=self.output.write_fd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        env=environment, start_new_session=True, cwd=scratch,
+                    ))  # fmt: skip
+                    process.watch()  # its group is known from the start, whatever happens next
+                self.output.started()
                 return self.watch(process, results, launched)
             finally:  # every way out: done, failed, interrupted, SIGTERM
                 kill_tree(process, self.rank_pids())
+                self.end_strays(results)
+                self.output.settle()
+                self.fail_if_checkout_changed(results, checkout_before)
+
+    def end_strays(self, results: dict) -> None:
+        """Kill every process of this launch still alive after it, however detached, and fail the snippet
+        that left it (each process names it: VERIFY_SNIPPET; one that cannot fails every snippet run)."""
+        strays = reaper.tagged(self.token)
+        if not strays:
+            return
+        by_snippet: dict[str, list[str]] = {}
+        for process, env in strays:
+            try:
+                what = f"pid {process.pid}: {' '.join(process.cmdline())[:120]}"
+            except psutil.Error:
+                what = f"pid {process.pid}"
+            by_snippet.setdefault(env.get("VERIFY_SNIPPET") or "", []).append(what)
+        kill_groups([process for process, _ in strays])
+        for snippet, found in by_snippet.items():
+            names = [snippet] if snippet in results else list(results)
+            message = (f"snippet {snippet or 'of this launch'} left {len(found)} process(es) running after the "
+                       f"launch ended; they were killed: " + "; ".join(found))  # fmt: skip
+            warnings.warn(message, stacklevel=1)
+            for name in names:
+                self.fail_run(results[name], message)
+
+    def fail_if_checkout_changed(self, results: dict, before: dict) -> None:
+        changed = checkout.changes(before, checkout.snapshot(self.watched, ignore=[self.run_dir.parent]))
+        if changed:
+            shown = [str(Path(line).relative_to(ROOT)) if line.startswith(str(ROOT)) else line for line in changed]
+            message = ("the checkout changed while this launch ran (a snippet wrote outside its scratch folder): "
+                       + ", ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else ""))  # fmt: skip
+            for run in results.values():
+                self.fail_run(run, message)
+
+    @staticmethod
+    def fail_run(run: "SnippetRun", message: str) -> None:
+        if run.status == "finished":
+            run.status, run.problem = "crashed", message
+        elif message not in (run.problem or ""):
+            run.problem = f"{run.problem}\n{message}"
 
     def rank_pids(self) -> list:
         """The ranks that wrote a status file and still run this launch (a pid reused since is left alone)."""
@@ -363,6 +423,7 @@ class Launch:
                 if failed or (exited and started):
                     time.sleep(0.5 if not exited else 0)  # let a dying launcher finish writing
                     kill_tree(process, self.rank_pids())
+                    self.output.settle()
                     ranks = self.outcome(spec, read_events(self.run_dir))
                     results[spec.name] = SnippetRun(
                         spec.name, spec.path, "crashed", ranks, self.crash_story(ranks, process), None, info
@@ -376,6 +437,8 @@ class Launch:
                     story = f"no rank was ready after {self.settings.startup_timeout:.0f} s"
                     return self.fail_rest(results, index, story, info)
                 if clock_from is not None and time.monotonic() - clock_from > spec.timeout:
+                    # a mutant runs in a fork of its rank (verify/worker.py): its start line names the fork
+                    pids += [e["pid"] for e in mine if e["event"] == "start" and e["pid"] not in pids]
                     for pid in pids:  # faulthandler in each rank writes every thread's stack to its faults file
                         try:
                             os.kill(pid, signal.SIGUSR1)
@@ -399,6 +462,7 @@ class Launch:
 
     def fail_rest(self, results: dict, index: int, story: str, info: dict):
         """The launch itself failed: every snippet not yet run fails with the launch log."""
+        self.output.settle()
         story += f"; launch log:\n{read_text(self.log_path, 6000)}"
         for rest in self.batch[index:]:
             results[rest.name] = SnippetRun(rest.name, rest.path, "launch_failed", {}, story, None, info)
@@ -426,7 +490,10 @@ class Launch:
         """'rank N died from SIGKILL' for each rank the launcher's error summary says a signal ended."""
         found = []
         summary = read_text(self.log_path, 200000)
-        for rank, code in re.findall(r"rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", summary, re.S):
+        # torchelastic's summary: one block per failed rank, "  rank      : 1 (local_rank: 1)" and on the
+        # very next line its "  exitcode  : -15 (pid: ...)"; a rank is listed once (root cause or not).
+        blocks = re.findall(r"^\[\d+\]:\n(?:.*\n)*?\s*rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)", summary, re.M)
+        for rank, code in dict(blocks).items():
             unfinished = int(rank) in ranks and not ranks[int(rank)].finished
             if int(code) < 0:
                 try:
@@ -454,6 +521,11 @@ def run_snippets(
         raise ValueError(f"mode must be grouped or isolated, not {mode!r}")
     results: dict[str, SnippetRun] = {}
     queue = [[spec] for spec in specs] if mode == "isolated" else ([list(specs)] if specs else [])
+    if mode == "grouped" and not settings.use_cpu:
+        # A mutant runs in a fork of its rank, and a fork cannot use CUDA once its parent has: on GPUs
+        # each mutant gets a launch of its own instead.
+        queue = [[spec for spec in specs if not spec.mutant]] + [[spec] for spec in specs if spec.mutant]
+        queue = [batch for batch in queue if batch]
     launch_number = 0
     while queue:
         batch = queue.pop(0)

@@ -150,7 +150,7 @@ def verify_all(
         # The labs' kernels start and import while the snippets' launch runs: much of either is waiting
         # (imports, barriers, the hang proofs' deadlines), so the two overlap well even on two cores.
         lab_results = pool.submit(verify_labs, labs, work_dir / "labs", evidence_dir,
-                                  executed_dir or EXECUTED_DIR, reuse_evidence, mutants)  # fmt: skip
+                                  executed_dir or EXECUTED_DIR, reuse_evidence, mutants, settings.memory_limit_mb)  # fmt: skip
         found = verify(proofs, settings, work_dir, mode, evidence_dir, reuse_evidence, mutants)
         found.verdicts.update(lab_results.result().verdicts)
         found.mutants.update(lab_results.result().mutants)

@@ -3,7 +3,9 @@
 Importing torch and accelerate costs seconds per process; the proofs themselves take a fraction of a
 second. So a launch keeps its ranks up and runs many snippets, putting back between them what a fresh
 process would have: Accelerate's singletons, the random generators, the environment, the working
-directory. The harness watches the status file each rank writes and enforces the time limits.
+directory. A run under a mutant goes further: it runs in a fork of the rank, so that nothing the
+mutant changed (however it changed it) survives into the next run. The harness watches the status
+file each rank writes and enforces the time limits.
 
     python -m accelerate.commands.launch ... verify/worker.py MANIFEST.json
 """
@@ -11,6 +13,7 @@ directory. The harness watches the status file each rank writes and enforces the
 import ctypes
 import contextlib
 import faulthandler
+import gc
 import json
 import os
 import random
@@ -34,6 +37,14 @@ def die_with_the_launcher():
         launched_by_accelerate = False
     if not launched_by_accelerate:
         os._exit(1)
+
+
+def die_with(parent):
+    """PR_SET_PDEATHSIG for a fork of this rank: it dies with the rank (or at once if the rank is gone)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 die_with_the_launcher()  # before the imports below, which take seconds
@@ -155,6 +166,116 @@ class FreshProcess:
             torch._dynamo.reset()
 
 
+def run_snippet(snippet, run_dir, rank, emit, world=None):
+    """Runs one snippet in this process; on failure records why and ends the process (the launch with it).
+    `world`: build a process group of this name first (a fork cannot use its parent's, see in_a_fork)."""
+    name, path = snippet["name"], snippet["path"]
+    sys.path.insert(0, os.path.dirname(path))
+    os.environ["PROOF_REPORT_FILE"] = os.path.join(run_dir, f"{name}.rank{{rank}}.claims.jsonl")
+    os.environ["VERIFY_SNIPPET"] = name  # names the snippet in any process it leaves behind (verify/reaper.py)
+    log_path = os.path.join(run_dir, f"{name}.rank{rank}.log")
+    emit("start", snippet=name)
+    started = time.perf_counter()
+    sys.argv = [path]
+    patch = None
+    try:
+        if world is not None:
+            own_process_group(world)
+        with CappedLog(log_path) as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            # A mutant: the library broken the way a wrong answer says, for this run only.
+            if snippet.get("mutant"):
+                patch = mutation.apply(snippet["mutant"]["name"], snippet["mutant"]["source"])
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as exit_request:
+                if exit_request.code not in (None, 0):
+                    raise
+            finally:
+                if patch is not None:
+                    patch.undo()
+    except BaseException:
+        with open(os.path.join(run_dir, f"{name}.rank{rank}.traceback"), "w") as out:
+            out.write(traceback.format_exc())
+        emit("end", snippet=name, ok=False, seconds=time.perf_counter() - started)
+        # The other ranks may be blocked in a collective this rank will never join: end the launch,
+        # the harness names this snippet and starts a new launch for the ones not yet run.
+        emit.flush()
+        os._exit(1)
+    mutant = {"mutant_reached": patch.reached, "mutant_targets": patch.targets} if patch is not None else {}
+    emit("end", snippet=name, ok=True, seconds=time.perf_counter() - started, state=world_state(), **mutant)
+
+
+_ABANDONED = []  # the parent's process groups, as a fork inherits them: never destroyed there (see below)
+
+
+def own_process_group(name):
+    """In a fork: a process group of its own, on the launch's store under a prefix no other fork uses.
+
+    The parent's gloo group cannot serve a fork: its worker threads did not come along, so a collective
+    would wait forever, and destroying it joins those threads (a hang too). So its bookkeeping is
+    cleared without shutting it down, and its objects are kept alive until the fork exits."""
+    if not dist.is_initialized():
+        return
+    store = dist.distributed_c10d._get_default_store()
+    backend, world_rank, world_size = dist.get_backend(), dist.get_rank(), dist.get_world_size()
+    _ABANDONED.extend(dist.distributed_c10d._world.pg_map)
+    group_type = type(dist.group.WORLD)
+    shutdown = group_type.shutdown
+    group_type.shutdown = lambda self, *args, **kwargs: None
+    try:
+        dist.destroy_process_group()
+    finally:
+        group_type.shutdown = shutdown
+    dist.init_process_group(backend, store=dist.PrefixStore(name, store), rank=world_rank, world_size=world_size)
+
+
+_exiting = []  # forks that reported their outcome and may still be exiting
+
+
+def reap(block):
+    for child in list(_exiting):
+        if os.waitpid(child, 0 if block else os.WNOHANG)[0]:
+            _exiting.remove(child)
+
+
+def in_a_fork(run, status, faults, python_rng):
+    """Runs `run()` in a fork of this rank, so whatever it changes (a mutant may assign to torch's classes
+    directly, or edit a module's globals) dies with the fork: the next run starts from this process,
+    untouched, as a launch of its own would. A fork that fails ends this rank the way it ended."""
+    reap(block=False)  # the last fork may still be exiting: its teardown overlaps with this one
+    for stream in (status, faults, sys.stdout, sys.stderr):
+        stream.flush()  # else a buffer would be written twice, once by each process
+    parent = os.getpid()
+    outcome_read, outcome_write = os.pipe()
+    gc.freeze()  # the fork's garbage collector then never walks (and so never copies) the parent's pages
+    child = os.fork()
+    if child == 0:
+        os.close(outcome_read)
+        ok = False
+        try:
+            die_with(parent)
+            random.setstate(python_rng)  # Python reseeds its generator in a fork: back to the rank's state
+            run()
+            status.flush()
+            ok = True
+        finally:
+            os.write(outcome_write, b"0" if ok else b"1")  # the parent goes on while this process is torn down
+            os._exit(0 if ok else 1)
+    gc.unfreeze()
+    os.close(outcome_write)
+    with os.fdopen(outcome_read, "rb") as outcome:
+        said = outcome.read(1)
+    if said == b"0":
+        _exiting.append(child)
+        return
+    _, code = os.waitpid(child, 0)
+    status.flush()
+    if os.WIFSIGNALED(code):  # killed: the launcher's summary then names the signal, as for an unforked rank
+        signal.signal(os.WTERMSIG(code), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(code))
+    os._exit(os.waitstatus_to_exitcode(code) or 1)
+
+
 def main(manifest_path):
     with open(manifest_path) as manifest_file:
         manifest = json.load(manifest_file)
@@ -170,45 +291,22 @@ def main(manifest_path):
     def emit(event, **fields):
         status.write(json.dumps({"event": event, "rank": rank, "pid": os.getpid(), "time": time.time(), **fields}) + "\n")
 
+    emit.flush = status.flush
+
     Accelerator()  # the process group every snippet will share; gloo on CPU, NCCL on GPUs
     fresh = FreshProcess({os.path.dirname(snippet["path"]) for snippet in manifest["snippets"]})
     emit("ready", state=world_state())
 
-    for snippet in manifest["snippets"]:
-        name, path = snippet["name"], snippet["path"]
+    for number, snippet in enumerate(manifest["snippets"]):
         if dist.is_initialized():
             dist.barrier()  # no rank starts a snippet while another is still inside the previous one
         fresh.restore()
-        sys.path.insert(0, os.path.dirname(path))
-        os.environ["PROOF_REPORT_FILE"] = os.path.join(run_dir, f"{name}.rank{{rank}}.claims.jsonl")
-        log_path = os.path.join(run_dir, f"{name}.rank{rank}.log")
-        emit("start", snippet=name)
-        started = time.perf_counter()
-        sys.argv = [path]
-        patch = None
-        try:
-            with CappedLog(log_path) as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                # A mutant: the library broken the way a wrong answer says, for this run only.
-                if snippet.get("mutant"):
-                    patch = mutation.apply(snippet["mutant"]["name"], snippet["mutant"]["source"])
-                try:
-                    runpy.run_path(path, run_name="__main__")
-                except SystemExit as exit_request:
-                    if exit_request.code not in (None, 0):
-                        raise
-                finally:
-                    if patch is not None:
-                        patch.undo()
-        except BaseException:
-            with open(os.path.join(run_dir, f"{name}.rank{rank}.traceback"), "w") as out:
-                out.write(traceback.format_exc())
-            emit("end", snippet=name, ok=False, seconds=time.perf_counter() - started)
-            # The other ranks may be blocked in a collective this rank will never join: end the launch,
-            # the harness names this snippet and starts a new launch for the ones not yet run.
-            status.flush()
-            os._exit(1)
-        mutant = {"mutant_reached": patch.reached, "mutant_targets": patch.targets} if patch is not None else {}
-        emit("end", snippet=name, ok=True, seconds=time.perf_counter() - started, state=world_state(), **mutant)
+        if snippet.get("mutant"):
+            in_a_fork(lambda: run_snippet(snippet, run_dir, rank, emit, world=f"verify-fork-{number}"), status, faults,
+                      fresh.python_rng)
+        else:
+            run_snippet(snippet, run_dir, rank, emit)
+    reap(block=True)
     if dist.is_initialized():
         dist.barrier()
     emit("done")

@@ -444,7 +444,7 @@ def mutant_note(name: str, page: Page) -> str:
             outcome = mutant_outcome(claim, report, unit, "the claim fails", "the claim still holds")
             lines.append(
                 f"- the proof measured **{md_text(with_unit(report.get('measured'), unit))}**, needs "
-                f"{md_text(expectation(report.get('op', '?'), report.get('bound'), unit))}: {outcome} "
+                f"{md_text(expectation(report.get('op', '?'), report.get('bound'), unit))}: {md_text(outcome)} "
                 f'(<a href="#{esc(claim_anchor(claim_id))}"><code>{esc(claim_id)}</code></a>)'
             )
         admonition = {"held": "bug", "failed": "failure"}.get(kind, "note")

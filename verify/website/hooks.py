@@ -63,9 +63,11 @@ def releases_block(proof) -> str:
             if row is None:
                 cells.append("—")
                 continue
-            mark = {"agrees": " (as declared)", "shown": ""}.get(row["verdict"], f" **MISMATCH: {row['verdict']}**")
-            cells.append(row["outcome"] + mark)
-        rows.append(f"| {release} | " + " | ".join(cells) + " |")
+            # the matrix's rows are evidence: text, never markup (md_text also keeps a '|' out of the table)
+            verdict = row["verdict"]
+            mark = {"agrees": " (as declared)", "shown": ""}.get(verdict, f" **MISMATCH: {evidence_box.md_text(verdict)}**")
+            cells.append(evidence_box.md_text(row["outcome"]) + mark)
+        rows.append(f"| {evidence_box.md_text(release)} | " + " | ".join(cells) + " |")
     ranges = [f"`{c}` {declared[c].since or 'any'} to {declared[c].until or 'now'}" for c in claims
               if declared[c].since or declared[c].until]  # fmt: skip
     note = ("Declared release ranges: " + "; ".join(ranges) + ".") if ranges else "No claim here declares a release range."

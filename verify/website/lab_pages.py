@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os as _os
+import warnings as _warnings
 import re as _re
 from pathlib import Path
 
@@ -33,10 +35,24 @@ def lab_name(file) -> str | None:
     return Path(uri).stem if uri.startswith("labs/") and uri.endswith(".py") else None
 
 
+def read_notebook(path: Path) -> dict | None:
+    """The notebook's JSON, or None with a warning naming the file when it is not whole (as for evidence)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(found, dict) or not isinstance(found.get("cells"), list):
+            raise ValueError("not a notebook")
+    except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        _warnings.warn(f"{path}: unreadable executed notebook ({error}); not shown", _evidence.UnreadableEvidence,
+                       stacklevel=2)  # fmt: skip
+        return None
+    return found
+
+
 def executed_copy(name: str) -> Path | None:
-    """The executed notebook a lab page shows: this machine's, else the committed reference run's."""
+    """The executed notebook a lab page shows: this machine's, else the committed reference run's; one that
+    cannot be read is passed over (then the page shows the bare source)."""
     for folder in (_labs.EXECUTED_DIR, _evidence.REFERENCE_EVIDENCE_DIR / "labs"):
-        if (folder / f"{name}.ipynb").exists():
+        if (folder / f"{name}.ipynb").exists() and read_notebook(folder / f"{name}.ipynb") is not None:
             return folder / f"{name}.ipynb"
     return None
 
@@ -61,12 +77,14 @@ def drop_noise(notebook: dict) -> int:
 
 def cleaned_copy(executed: Path, cache_dir: Path) -> Path:
     """The executed notebook without stderr noise (a copy in the build's cache when anything was dropped)."""
-    notebook = json.loads(executed.read_text())
-    if not drop_noise(notebook):
+    notebook = read_notebook(executed)
+    if notebook is None or not drop_noise(notebook):
         return executed
     cache_dir.mkdir(parents=True, exist_ok=True)
     copy = cache_dir / executed.name
-    copy.write_text(json.dumps(notebook, indent=1, ensure_ascii=False))
+    temporary = copy.with_name(f".{copy.name}.{_os.getpid()}.tmp")  # whole or not at all, for a build beside
+    temporary.write_text(json.dumps(notebook, indent=1, ensure_ascii=False))
+    _os.replace(temporary, copy)
     return copy
 
 
@@ -95,7 +113,7 @@ def _lab_banner(name: str, up: str) -> str:
            f"or, in a clone of the repository, open `{source}` with jupytext, or run and judge it: "
            f"`python -m pytest verify -k {name}`.")  # fmt: skip
     if executed is not None:
-        run = json.loads(executed.read_text()).get("metadata", {}).get("verify", {})
+        run = (read_notebook(executed) or {}).get("metadata", {}).get("verify", {})
         reference = executed.parent != _labs.EXECUTED_DIR
         title = ("Outputs of the reference run (not this machine's)" if reference
                  else "Outputs of the latest `pytest verify` run on this machine")  # fmt: skip

@@ -21,6 +21,7 @@ from verify.pages import DIFFICULTIES, QUESTIONS, Page, load_page, load_pages
 from verify.paths import DOCS_DIR
 from verify.website import figures
 from verify.website import levels as evidence_levels
+from verify.website.evidence_box import md_text
 
 QUESTIONS_JSON = "assets/study/questions.json"
 ANSWER = re.compile(r'\?\?\? success "30-second answer"\n((?:    .*\n|\n)+)')
@@ -237,7 +238,9 @@ def measured_note(page: Page, claim_id: str) -> str:
         report = claim["reports"][0]
         verdict = "" if evidence.as_declared(claim) else " **FAILED**"
         return (
-            f" — measured `{show_number(report['measured'])}`, control `{show_number(report['control'])}`"
+            # <code> with its text escaped: a backtick in a measured string cannot end a code span early
+            f" — measured <code>{md_text(show_number(report['measured']))}</code>,"
+            f" control <code>{md_text(show_number(report['control']))}</code>"
             f" ({found['date'][:10]}){verdict}"
         )
     return ""
