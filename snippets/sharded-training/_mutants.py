@@ -620,3 +620,16 @@ def fully_shard_recomputes_activations(patch):
         return result
 
     patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant("ddp-skips-gradient-all-reduce",
+        "DDP's backward runs no all-reduce (as if always under no_sync): each rank keeps its own batch's gradients, "
+        "so its Adam state and weights part from the other ranks' after the first step")
+def ddp_skips_gradient_all_reduce(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.require_backward_grad_sync = False  # what no_sync() sets for its block, here for good
+
+    patch.wrap(DistributedDataParallel, "__init__", init)
