@@ -36,6 +36,19 @@ def get_logger_drops_rank_prefix(patch):
     patch.wrap(MultiProcessAdapter, "process", process)
 
 
+@mutant("get-logger-ignores-in-order",
+        "get_logger's in_order has no effect with main_process_only=False: every process logs at once (as up to accelerate 1.12)")
+def get_logger_ignores_in_order(patch):
+    from accelerate.logging import MultiProcessAdapter
+
+    def log(original, self, level, msg, *args, **kwargs):
+        if kwargs.pop("in_order", False):
+            patch.ran()
+        return original(self, level, msg, *args, **kwargs)
+
+    patch.wrap(MultiProcessAdapter, "log", log)
+
+
 @mutant(
     "accelerator-log-on-every-process",
     "Accelerate's main-process gate lets every process through: init_trackers and log run on all of them",
