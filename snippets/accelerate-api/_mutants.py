@@ -361,6 +361,23 @@ def set_seed_leaves_python_random(patch):
     _wrap_set_seed(patch, set_seed)
 
 
+@mutant("seedable-sampler-shares-rank0-seed",
+        "with use_seedable_sampler=True Accelerate still synchronises the shuffling: every rank's SeedableRandomSampler "
+        "takes rank 0's seed")
+def seedable_sampler_shares_rank0_seed(patch):
+    import torch.distributed as dist
+    from accelerate.data_loader import SeedableRandomSampler
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if dist.is_initialized():
+            seed = [self.initial_seed]
+            dist.broadcast_object_list(seed, src=0)
+            self.initial_seed = seed[0]
+
+    patch.wrap(SeedableRandomSampler, "__init__", init)
+
+
 @mutant("set-seed-leaves-numpy-random", "set_seed does not seed NumPy's global generator (np.random)")
 def set_seed_leaves_numpy_random(patch):
     import numpy as np
