@@ -361,6 +361,18 @@ def set_seed_leaves_python_random(patch):
     _wrap_set_seed(patch, set_seed)
 
 
+@mutant("seedable-sampler-by-default",
+        "DataLoaderConfiguration defaults to use_seedable_sampler=True, as transformers' Trainer sets it")
+def seedable_sampler_by_default(patch):
+    from accelerate.utils import DataLoaderConfiguration
+
+    def init(original, self, *args, **kwargs):
+        kwargs.setdefault("use_seedable_sampler", True)
+        return original(self, *args, **kwargs)
+
+    patch.wrap(DataLoaderConfiguration, "__init__", init)
+
+
 @mutant("seedable-sampler-shares-rank0-seed",
         "with use_seedable_sampler=True Accelerate still synchronises the shuffling: every rank's SeedableRandomSampler "
         "takes rank 0's seed")

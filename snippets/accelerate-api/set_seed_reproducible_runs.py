@@ -15,7 +15,8 @@
 #      does not synchronise the shuffling generator: each rank seeds its SeedableRandomSampler from its own
 #      torch.initial_seed(), so set_seed(42, device_specific=True) before prepare gives the ranks different
 #      permutations, and one epoch of 16 samples covers fewer than 16 distinct samples.
-#      Negative control: the same with the default sampler (rank 0's generator state broadcast: 16 of 16).
+#      Negative control: the same with Accelerate's default (no dataloader_config given: rank 0's generator
+#      state broadcast, 16 of 16).
 #   (Two separate launches giving the same losses is checked by hand on the page, not here.)
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/set_seed_reproducible_runs.py
@@ -114,7 +115,10 @@ _claims.equal(
 # --- 5. use_seedable_sampler=True with device_specific seeds: the ranks shuffle apart ---
 def distinct_samples_in_one_epoch(use_seedable_sampler):
     """Distinct samples both ranks see in one shuffled epoch of 16, after set_seed(42, device_specific=True)."""
-    config = Accelerator(dataloader_config=DataLoaderConfiguration(use_seedable_sampler=use_seedable_sampler))
+    if use_seedable_sampler is None:
+        config = Accelerator()  # the argument omitted: Accelerate's own default sampler
+    else:
+        config = Accelerator(dataloader_config=DataLoaderConfiguration(use_seedable_sampler=use_seedable_sampler))
     set_seed(42, device_specific=True)  # rank r: torch seed 42 + r, before prepare
     loader = config.prepare(DataLoader(torch.arange(16), batch_size=2, shuffle=True))
     seen = config.gather(torch.cat(list(loader)))
@@ -122,11 +126,11 @@ def distinct_samples_in_one_epoch(use_seedable_sampler):
 
 
 seedable_distinct, seedable_seen = distinct_samples_in_one_epoch(True)
-default_distinct, default_seen = distinct_samples_in_one_epoch(False)
+default_distinct, default_seen = distinct_samples_in_one_epoch(None)
 _claims.at_most(
     "seedable_sampler_follows_each_ranks_seed",
     measured=seedable_distinct,
-    control=default_distinct,  # the default sampler: rank 0's generator state is broadcast
+    control=default_distinct,  # Accelerator() with no dataloader_config: rank 0's generator state is broadcast
     tolerance=15,
     samples_seen_seedable=seedable_seen,
     samples_seen_default=default_seen,
