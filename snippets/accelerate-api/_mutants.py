@@ -36,6 +36,19 @@ def get_logger_drops_rank_prefix(patch):
     patch.wrap(MultiProcessAdapter, "process", process)
 
 
+@mutant("get-logger-ignores-in-order",
+        "get_logger's in_order has no effect with main_process_only=False: every process logs at once (as up to accelerate 1.12)")
+def get_logger_ignores_in_order(patch):
+    from accelerate.logging import MultiProcessAdapter
+
+    def log(original, self, level, msg, *args, **kwargs):
+        if kwargs.pop("in_order", False):
+            patch.ran()
+        return original(self, level, msg, *args, **kwargs)
+
+    patch.wrap(MultiProcessAdapter, "log", log)
+
+
 @mutant(
     "accelerator-log-on-every-process",
     "Accelerate's main-process gate lets every process through: init_trackers and log run on all of them",
@@ -346,6 +359,35 @@ def set_seed_leaves_python_random(patch):
         random.setstate(state)
 
     _wrap_set_seed(patch, set_seed)
+
+
+@mutant("seedable-sampler-by-default",
+        "DataLoaderConfiguration defaults to use_seedable_sampler=True, as transformers' Trainer sets it")
+def seedable_sampler_by_default(patch):
+    from accelerate.utils import DataLoaderConfiguration
+
+    def init(original, self, *args, **kwargs):
+        kwargs.setdefault("use_seedable_sampler", True)
+        return original(self, *args, **kwargs)
+
+    patch.wrap(DataLoaderConfiguration, "__init__", init)
+
+
+@mutant("seedable-sampler-shares-rank0-seed",
+        "with use_seedable_sampler=True Accelerate still synchronises the shuffling: every rank's SeedableRandomSampler "
+        "takes rank 0's seed")
+def seedable_sampler_shares_rank0_seed(patch):
+    import torch.distributed as dist
+    from accelerate.data_loader import SeedableRandomSampler
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if dist.is_initialized():
+            seed = [self.initial_seed]
+            dist.broadcast_object_list(seed, src=0)
+            self.initial_seed = seed[0]
+
+    patch.wrap(SeedableRandomSampler, "__init__", init)
 
 
 @mutant("set-seed-leaves-numpy-random", "set_seed does not seed NumPy's global generator (np.random)")

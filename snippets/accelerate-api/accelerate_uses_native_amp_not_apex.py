@@ -6,8 +6,9 @@
 # the same function returns a do-nothing context; the same source search finds the calls to
 # torch.autocast and torch.compile.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/accelerate_uses_native_amp_not_apex.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/accelerate-api/accelerate_uses_native_amp_not_apex.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import pathlib
 import re
 

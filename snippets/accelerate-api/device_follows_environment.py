@@ -9,8 +9,9 @@
 #      unittest.mock and read the answer. Negative control: take the winner away and the next one
 #      in the order answers (MPS gone: CUDA; CUDA gone: XPU; XPU gone: CPU).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/device_follows_environment.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/accelerate-api/device_follows_environment.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import os
 from unittest import mock
 

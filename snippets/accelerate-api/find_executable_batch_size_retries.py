@@ -6,8 +6,9 @@
 # Negative control: any other error (here a RuntimeError that is not an out-of-memory message) is
 # raised at once, after a single attempt.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/find_executable_batch_size_retries.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/accelerate-api/find_executable_batch_size_retries.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import gc
 
 from accelerate import Accelerator

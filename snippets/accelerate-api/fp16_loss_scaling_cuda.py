@@ -4,7 +4,7 @@
 # float16 (below ~6e-8) survive the backward pass; the optimizer step unscales them again.
 # Negative control: the same backward without the scale (plain loss.backward()) underflows to zero.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/fp16_loss_scaling_cuda.py   (2 GPUs)
+#   accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/fp16_loss_scaling_cuda.py   (2 GPUs)
 # On a CPU, mixed_precision="fp16" is ignored (no autocast, no scaler), so this proof needs GPUs.
 import torch
 from accelerate import Accelerator

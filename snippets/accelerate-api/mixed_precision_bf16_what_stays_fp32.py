@@ -10,8 +10,9 @@
 # runs) keeps float32 activations and float32 gradients in backward; its raw bf16 output, before
 # the cast back, is bfloat16.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/mixed_precision_bf16_what_stays_fp32.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first; bf16 autocast runs on CPU too)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/accelerate-api/mixed_precision_bf16_what_stays_fp32.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs; bf16 autocast runs on CPU too)
 import copy
 
 import torch

@@ -10,8 +10,9 @@
 # replaying the same epoch of a seedable sampler repeats its order; the same source search for the
 # class prepare() really returns (DataLoaderShard) finds it.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/prepare_shards_dataloader.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/accelerate-api/prepare_shards_dataloader.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import pathlib
 
 import accelerate

@@ -8,8 +8,9 @@
 #      We read the environment torchrun gives the one process of node 2 in a 2 nodes x 1 process job
 #      (RANK=1, LOCAL_RANK=0) with Accelerate's own parser. Negative control: the global rank says 1.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/prepare_wraps_model_and_picks_device.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/accelerate-api/prepare_wraps_model_and_picks_device.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import os
 from unittest import mock
 

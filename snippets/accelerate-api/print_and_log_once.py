@@ -9,6 +9,9 @@
 #      Negative control: the same call with main_process_only=False (every process logs).
 #      Each record is prefixed "[RANK <process_index>] " (accelerate >= 1.13.0).
 #      Negative control: the same message through the plain logging.getLogger of the same name.
+#      With main_process_only=False and in_order=True each process logs in its turn: rank r after r of the
+#      logger's barriers (accelerate >= 1.13.0; up to 1.12 main_process_only=False made every rank log at once).
+#      Negative control: the same call without in_order (every rank logs before any barrier).
 #   3. accelerator.init_trackers and accelerator.log reach the trackers (log_with) on the main process only.
 #      Negative control: the same calls on a second Accelerator with Accelerate's main-process gate
 #      (PartialState.on_main_process) removed for them.
@@ -38,6 +41,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.logging import get_logger
 from accelerate.state import PartialState
+from accelerate.utils import gather_object
 from accelerate.tracking import GeneralTracker
 from accelerate.utils import broadcast_object_list, gather_object
 from torch.utils.data import DataLoader
@@ -129,6 +133,17 @@ try:
     records.clear()
     base.info("saved checkpoint-100")  # the same logger without the adapter
     plain = records[-1]
+    records.clear()
+    # in_order=True: how many barriers this process had passed when its own record was emitted (its turn)
+    barriers, turns = [], []
+    wait_for_everyone = PartialState.wait_for_everyone
+    handler.emit = lambda record: turns.append(len(barriers))
+    with mock.patch.object(PartialState, "wait_for_everyone", lambda self: (barriers.append(1), wait_for_everyone(self))):
+        logger.info("my shard is done", main_process_only=False, in_order=True)
+        ordered_turns, ordered_barriers = turns[:], len(barriers)
+        barriers.clear(), turns.clear()
+        logger.info("my shard is done", main_process_only=False)  # control: no in_order
+        unordered_turns = turns[:]
 finally:
     base.removeHandler(handler)
     base.setLevel(saved[0])
@@ -145,6 +160,14 @@ _claims.equal(
     measured=as_logged,
     control=plain,  # logging.getLogger's own record of the same call
     expected=f"[RANK {accelerator.process_index}] saved checkpoint-100",
+)
+
+_claims.equal(
+    "in_order_logs_each_process_in_turn",
+    measured=gather_object(ordered_turns),  # rank r logs after r barriers: one at a time, rank 0 first
+    control=gather_object(unordered_turns),  # without in_order every process logs at once, before any barrier
+    expected=list(range(accelerator.num_processes)),
+    barriers_entered=ordered_barriers,
 )
 
 # 3. accelerator.log against the same calls with the main-process gate removed.

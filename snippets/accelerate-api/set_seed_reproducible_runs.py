@@ -4,21 +4,29 @@
 #      Negative control: another seed gives other losses.
 #   2. set_seed(s, device_specific=True) seeds rank r with s + r, so ranks draw different numbers
 #      (e.g. for per-rank augmentation). Negative control: without it both ranks draw the same.
-#   3. set_seed does not reach a NumPy Generator made with np.random.default_rng() (fresh OS entropy).
-#      Negative control: the legacy global np.random IS replayed.
+#   3. set_seed seeds NumPy's legacy global generator: two np.random.random() draws after set_seed(42)
+#      are equal. Negative control: another seed before the second draw.
+#   3b. A NumPy Generator needs its own seed: np.random.default_rng(42) replays; default_rng() without a
+#      seed takes OS entropy, which no global seed reaches (a NumPy fact: set_seed plays no part).
+#      Negative control: the same two draws from default_rng() without a seed.
 #   4. set_seed seeds Python's own `random` module too. Negative control: another seed before the
 #      second draw.
+#   5. With DataLoaderConfiguration(use_seedable_sampler=True) (transformers' Trainer's default) Accelerate
+#      does not synchronise the shuffling generator: each rank seeds its SeedableRandomSampler from its own
+#      torch.initial_seed(), so set_seed(42, device_specific=True) before prepare gives the ranks different
+#      permutations, and one epoch of 16 samples covers fewer than 16 distinct samples.
+#      Negative control: the same with Accelerate's default (no dataloader_config given: rank 0's generator
+#      state broadcast, 16 of 16).
 #   (Two separate launches giving the same losses is checked by hand on the page, not here.)
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/set_seed_reproducible_runs.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/set_seed_reproducible_runs.py
 import random
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import DataLoaderConfiguration, set_seed
 from torch.utils.data import DataLoader, TensorDataset
 
 import _claims
@@ -83,11 +91,17 @@ def draw_twice(draw, second_seed=42):
     return abs(a - draw())
 
 
-_claims.at_least(
-    "default_rng_not_covered",
-    measured=draw_twice(lambda: np.random.default_rng().random()),
-    control=draw_twice(lambda: np.random.random()),
-    bound=1e-12,
+_claims.equal(
+    "set_seed_seeds_numpy_global",
+    measured=draw_twice(np.random.random),  # replayed only if set_seed calls np.random.seed
+    control=draw_twice(np.random.random, second_seed=43),
+    expected=0.0,
+)
+_claims.equal(
+    "default_rng_needs_its_own_seed",
+    measured=abs(np.random.default_rng(42).random() - np.random.default_rng(42).random()),
+    control=draw_twice(lambda: np.random.default_rng().random()),  # no seed: OS entropy, set_seed or not
+    expected=0.0,
 )
 
 _claims.equal(
@@ -95,4 +109,29 @@ _claims.equal(
     measured=draw_twice(random.random),  # replayed only if set_seed calls random.seed
     control=draw_twice(random.random, second_seed=43),
     expected=0.0,
+)
+
+
+# --- 5. use_seedable_sampler=True with device_specific seeds: the ranks shuffle apart ---
+def distinct_samples_in_one_epoch(use_seedable_sampler):
+    """Distinct samples both ranks see in one shuffled epoch of 16, after set_seed(42, device_specific=True)."""
+    if use_seedable_sampler is None:
+        config = Accelerator()  # the argument omitted: Accelerate's own default sampler
+    else:
+        config = Accelerator(dataloader_config=DataLoaderConfiguration(use_seedable_sampler=use_seedable_sampler))
+    set_seed(42, device_specific=True)  # rank r: torch seed 42 + r, before prepare
+    loader = config.prepare(DataLoader(torch.arange(16), batch_size=2, shuffle=True))
+    seen = config.gather(torch.cat(list(loader)))
+    return len(set(seen.tolist())), seen.tolist()
+
+
+seedable_distinct, seedable_seen = distinct_samples_in_one_epoch(True)
+default_distinct, default_seen = distinct_samples_in_one_epoch(None)
+_claims.at_most(
+    "seedable_sampler_follows_each_ranks_seed",
+    measured=seedable_distinct,
+    control=default_distinct,  # Accelerator() with no dataloader_config: rank 0's generator state is broadcast
+    tolerance=15,
+    samples_seen_seedable=seedable_seen,
+    samples_seen_default=default_seen,
 )

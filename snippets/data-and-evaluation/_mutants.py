@@ -224,3 +224,38 @@ def batch_sampler_shard_ignores_drop_last(patch):
         self.drop_last = False  # read as if the DataLoader had not set it
 
     patch.wrap(BatchSamplerShard, "__init__", init)
+
+
+@mutant("gather-for-metrics-object-path-not-cut",
+        "gather_for_metrics cuts the padded duplicates of tensors only: non-tensors come back from gather_object "
+        "uncut (Accelerate 0.23-0.29, whose cut was recursively_apply, which leaves non-tensor leaves as they are)")
+def gather_for_metrics_object_path_not_cut(patch):
+    from accelerate import Accelerator
+    from accelerate.utils import gather_object, recursively_apply
+
+    def gather_for_metrics(original, self, input_data, use_gather_object=False):
+        try:
+            recursively_apply(lambda x: x, input_data, error_on_other_type=True)
+        except TypeError:
+            return gather_object(input_data)  # what 0.29.3 returned: the cut never touched these leaves
+        return original(self, input_data, use_gather_object=use_gather_object)
+
+    patch.wrap(Accelerator, "gather_for_metrics", gather_for_metrics)
+
+
+@mutant("gather-for-metrics-cuts-with-any-batch-sampler",
+        "gather_for_metrics finds the remainder for any batch sampler (from the size of its batches), so the "
+        "padding is cut even when the batch sampler has no batch_size")
+def gather_for_metrics_cuts_with_any_batch_sampler(patch):
+    from accelerate.data_loader import DataLoaderShard
+
+    original = DataLoaderShard.total_batch_size
+
+    def total_batch_size(self):
+        sampler = self.batch_sampler
+        if getattr(sampler, "batch_size", None) is None and hasattr(sampler, "batch_sampler"):
+            patch.ran()
+            return len(next(iter(sampler.batch_sampler))) * getattr(sampler, "num_processes", 1)
+        return original.fget(self)
+
+    patch.replace(DataLoaderShard, "total_batch_size", property(total_batch_size))

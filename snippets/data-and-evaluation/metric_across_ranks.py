@@ -5,8 +5,10 @@
 #   * with even_batches=False the ranks hold 6 and 4 samples; averaging the two per-rank accuracies
 #     weights them equally and misses 0.6; summing the correct counts and the sample counts across
 #     ranks (accelerator.reduce) and dividing once gives 0.6 exactly.
-#   * strings (per-sample texts) take gather_for_metrics' gather_object path and are truncated the same way.
-# Negative controls: plain gather and gather_object (padding kept); the mean of per-rank accuracies.
+#   * strings (per-sample texts) take gather_for_metrics' gather_object path and are truncated the same way
+#     (since 0.30.0; 0.23-0.29 returned them uncut).
+# Negative controls: plain gather and gather_object (padding kept); the mean of per-rank accuracies;
+# (Summed counts under the default padding, a batch sampler without batch_size: metrics_padding_edges.py.)
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/metric_across_ranks.py
@@ -98,3 +100,4 @@ _claims.at_most(
     summed_accuracy=summed_accuracy,
     mean_of_per_rank_accuracies=mean_of_rates,
 )
+

@@ -15,8 +15,9 @@
 # counted), one more step inside no_sync (the ranks' weights part), a checkpoint saved from the DDP wrapper
 # instead of the unwrapped model (from_pretrained finds none of its "module." keys), the model before training.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/end-to-end/bert_classification_trainer.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/end-to-end/bert_classification_trainer.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import random
 import tempfile
 from collections import Counter

@@ -8,8 +8,9 @@
 # Negative controls: the same load with the unwrapped model's state_dict succeeds; prepare() on the
 # already prepared wrapper returns it unchanged.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/end-to-end/ddp_state_dict_module_prefix.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/end-to-end/ddp_state_dict_module_prefix.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed

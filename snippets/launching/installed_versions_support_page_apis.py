@@ -7,8 +7,9 @@
 # Accelerator(...) as in 0.x they raise TypeError (even_batches, use_seedable_sampler) or are
 # silently ignored (split_batches).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/installed_versions_support_page_apis.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/launching/installed_versions_support_page_apis.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import dataclasses
 import importlib
 import importlib.metadata

@@ -84,6 +84,17 @@ def gradscaler_never_backs_off(patch):
     patch.wrap(GradScaler, "update", update)
 
 
+@mutant("gradscaler-ignores-init-scale", "GradScaler starts at 65536 whatever init_scale it is given")
+def gradscaler_ignores_init_scale(patch):
+    from torch.amp.grad_scaler import GradScaler
+
+    def init(original, self, *args, **kwargs):
+        kwargs.pop("init_scale", None)
+        return original(self, *args, **kwargs)
+
+    patch.wrap(GradScaler, "__init__", init)
+
+
 @mutant("gradscaler-never-grows", "GradScaler.update never raises the scale after growth_interval clean steps")
 def gradscaler_never_grows(patch):
     from torch.amp.grad_scaler import GradScaler

@@ -5,9 +5,11 @@
 #   2. an overflow (inf in ONE rank's batch): DDP's all-reduce spreads the inf, the scaler finds it on
 #      both ranks, skips optimizer.step() (weights unchanged) and halves the scale;
 #   3. growth: after growth_interval clean steps the scale doubles;
-#   4. a loss left in fp16 (out.square().mean() of an fp16 output): the scaled backward overflows, every time.
+#   4. a loss left in fp16 (out.square().mean() of an fp16 output): the scaled backward overflows at the
+#      initial scale 65536 (not at 32768, which is under fp16's largest 65504).
 # Controls: no scaler; optimizer.step() without the scaler's inf check; no_sync (no all-reduce);
-# the default growth_interval; the same loss computed in float32.
+# the default growth_interval; the same loss computed in float32; for the fp16 loss at 32768, the same
+# loss at the initial 65536.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/mixed-precision/grad_scaler_ddp_loss_scaling.py
 import copy
@@ -185,4 +187,10 @@ _claims.at_least(
     fp16_loss_value=fp16_loss.item(),  # finite: only its gradients overflow
     fp16_of_65536=str(torch.tensor(65536.0).half().item()),
     nonfinite_fp16_loss_at_scale_32768=nonfinite_at_half_scale,
+)
+_claims.at_most(
+    "fp16_loss_fits_at_32768",
+    measured=nonfinite_at_half_scale,  # the same fp16 loss, scaled by 32768 (under fp16's largest, 65504)
+    control=nonfinite_fp16,  # scaled by the initial 65536: inf in fp16
+    tolerance=0.0,
 )

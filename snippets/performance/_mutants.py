@@ -57,3 +57,35 @@ def prepare_divides_workers_among_ranks(patch):
         return loader
 
     patch.wrap(accelerate.accelerator, "prepare_data_loader", divided)
+
+
+@mutant("each-accelerator-sets-its-dynamo-backend",
+        "every Accelerator(dynamo_backend=...) replaces the shared state's dynamo plugin, even when an Accelerator "
+        "already exists in the process")
+def each_accelerator_sets_its_dynamo_backend(patch):
+    from accelerate import Accelerator
+    from accelerate.utils import TorchDynamoPlugin
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if kwargs.get("dynamo_backend") is not None:
+            self.state.dynamo_plugin = TorchDynamoPlugin(backend=kwargs["dynamo_backend"])
+
+    patch.wrap(Accelerator, "__init__", init)
+
+
+@mutant("prepare-compiles-before-ddp",
+        "prepare() compiles the model itself and then wraps it in DDP (DDP(torch.compile(model))), so a model "
+        "whose top module is a torch.nn container is compiled too")
+def prepare_compiles_before_ddp(patch):
+    import torch
+    from accelerate import Accelerator
+    from accelerate.utils import DynamoBackend
+
+    def prepare_model(original, self, model, *args, **kwargs):
+        plugin = self.state.dynamo_plugin
+        if plugin.backend != DynamoBackend.NO and not isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
+            model = torch.compile(model, **plugin.to_kwargs())
+        return original(self, model, *args, **kwargs)
+
+    patch.wrap(Accelerator, "prepare_model", prepare_model)

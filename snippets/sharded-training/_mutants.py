@@ -620,3 +620,26 @@ def fully_shard_recomputes_activations(patch):
         return result
 
     patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant("ddp-skips-gradient-all-reduce",
+        "DDP's backward runs no all-reduce (as if always under no_sync): each rank keeps its own batch's gradients, "
+        "so its Adam state and weights part from the other ranks' after the first step")
+def ddp_skips_gradient_all_reduce(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    def init(original, self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.require_backward_grad_sync = False  # what no_sync() sets for its block, here for good
+
+    patch.wrap(DistributedDataParallel, "__init__", init)
+
+
+@mutant("fsdp1-shard-grad-op-reshards-in-no-sync",
+        "FSDP1's SHARD_GRAD_OP reshards after every backward, inside no_sync() too, so between micro-batches "
+        "of gradient accumulation only shards are held")
+def fsdp1_shard_grad_op_reshards_in_no_sync(patch):
+    from torch.distributed.fsdp import _runtime_utils
+
+    patch.replace(_runtime_utils, "_should_free_in_backward", lambda state, handle: handle.uses_sharded_strategy)
+

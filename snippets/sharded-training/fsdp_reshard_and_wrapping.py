@@ -9,7 +9,9 @@
 #             fully_shard on the root alone: the whole model is unsharded during forward
 #   HSDP (HYBRID_SHARD): a 2-D mesh (replicate, shard); with a shard group of 1 it is plain replication
 #   MixedPrecisionPolicy(param_dtype=bf16): weights are bf16 inside forward, the sharded copy stays fp32
-# Negative controls: the other setting of each knob.
+#   and with torch's FSDP1 (FullyShardedDataParallel): SHARD_GRAD_OP keeps the full flat parameter after a
+#   backward inside no_sync() (gradient accumulation), resharding only after a synced backward
+# Negative controls: the other setting of each knob; for FSDP1's no_sync, the same backward synced.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_reshard_and_wrapping.py
 import contextlib
@@ -116,11 +118,12 @@ _claims.at_most(
     unsharded_after_forward=after_keep,  # between forward and backward the parameters are gathered
     total_elements=total_elements,
 )
-_claims.at_most(
+_claims.between(
     "per_block_wrapping_bounds_peak",
     measured=peak_reshard / total_elements,  # largest share of the model unsharded at once in forward
     control=peak_root / total_elements,  # fully_shard on the root only: one unit, all of it at once
-    tolerance=0.25,  # one block of 4 (no forward prefetch is set): two blocks at once would fail
+    low=0.25,  # one whole block is gathered (a hook that ran before the all-gather would read 0)
+    high=0.25,  # one block of 4 (no forward prefetch is set): two blocks at once would fail
     block_elements=total_elements // units,
     all_gathers_root_only=gathers_root,
 )
@@ -163,4 +166,30 @@ _claims.equal(
     control=dtypes("plain", plain),  # no policy: forward runs on the fp32 parameters
     expected=["torch.bfloat16", "torch.float32", "torch.float32"],
     sharded_param_is_dtensor=isinstance(mixed[0][0].weight, DTensor),
+)
+
+# FSDP1 SHARD_GRAD_OP under no_sync (what accelerator.accumulate uses for FSDP1): after a backward inside
+# no_sync the unsharded flat parameter is kept (its padded full storage stays allocated); a synced backward
+# frees it (_should_free_in_backward in torch/distributed/fsdp/_runtime_utils.py).
+from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy  # noqa: E402
+
+
+def full_flat_param_held(fsdp1):
+    flat = fsdp1._handle.flat_param
+    return int(flat._full_param_padded.untyped_storage().size() > 0)
+
+
+fsdp1 = FullyShardedDataParallel(
+    copy.deepcopy(model), sharding_strategy=ShardingStrategy.SHARD_GRAD_OP, device_id=torch.device("cpu")
+)
+with fsdp1.no_sync():
+    torch.nn.functional.mse_loss(fsdp1(x), y).backward()
+held_in_no_sync = full_flat_param_held(fsdp1)
+torch.nn.functional.mse_loss(fsdp1(x), y).backward()  # the synced micro-batch that ends the accumulation
+held_after_sync = full_flat_param_held(fsdp1)
+_claims.equal(
+    "fsdp1_shard_grad_op_keeps_params_in_no_sync",
+    measured=held_in_no_sync,  # 1: the full flat parameter is still allocated after a no_sync backward
+    control=held_after_sync,  # the same model after a synced backward: resharded, 0
+    expected=1,
 )

@@ -1,6 +1,7 @@
 # What each rank holds under DDP and under ZeRO stages 1, 2 and 3, measured in bytes after one Adam
 # step of the same tiny MLP on 2 ranks:
-#   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full on every rank, and
+#   DDP     parameters, gradients and Adam states (exp_avg, exp_avg_sq, step) full and identical on every
+#           rank (each tensor compared across ranks after the step: DDP's all-reduce is what makes them so), and
 #           the reducer's own gradient-sized buckets on top unless gradient_as_bucket_view=True (seen
 #           through a comm hook, which receives the very bucket tensors the reducer all-reduces)
 #   ZeRO-1  torch.distributed.optim.ZeroRedundancyOptimizer: the Adam states are split between ranks
@@ -12,7 +13,8 @@
 #   When ZeRO-2 frees the full gradient: FSDP2 with reshard_after_forward=False (FSDP1's SHARD_GRAD_OP,
 #           ZeRO-2-like), counting the bytes of every tensor the model and its FSDP state keep alive after
 #           backward, before the optimizer step
-# Negative controls: the same measurement on the DDP replica (no sharding); for the ZeRO-2 gradient
+# Negative controls: for DDP's replication, the same DDP step under no_sync() (no all-reduce: the ranks'
+# gradients, Adam states and weights part); the same measurement on the DDP replica (no sharding); for the ZeRO-2 gradient
 # share, the same step with an all-reduce in place of the reduce-scatter; for the ZeRO-2 step, the
 # same step with the reduce-scatter replaced by this rank's own gradient; for DDP's buckets, the same
 # DDP with gradient_as_bucket_view=True; for when the full gradient is freed, the same FSDP2 model with
@@ -47,6 +49,9 @@ model = torch.nn.Sequential(
 )
 inputs, targets = torch.randn(16, 32), torch.randn(16, 2)
 my_rows = slice(rank * 8, rank * 8 + 8)  # each rank trains on its half of the batch
+# this rank's rows in storage of their own: a view would carry the other rank's half, which the count of
+# saved activation bytes (storages) would then include
+my_inputs, my_targets = inputs[my_rows].clone(), targets[my_rows].clone()
 
 
 def nbytes(tensor):
@@ -62,7 +67,7 @@ def state_bytes(optimizer):
 
 
 def one_step(net, optimizer):
-    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    torch.nn.functional.mse_loss(net(my_inputs), my_targets).backward()
     optimizer.step()
 
 
@@ -87,6 +92,34 @@ ddp_bytes = {
     "optimizer": state_bytes(adam),
 }
 ddp_averaged_grad = torch.cat([p.grad.flatten() for p in ddp.parameters()])  # what DDP's all-reduce left
+
+
+def training_state(net, optimizer):
+    """Every tensor of the training state: parameters, their .grad, the optimizer's per-parameter state."""
+    params = list(net.parameters())
+    states = [v for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v)]
+    return params + [p.grad for p in params] + states
+
+
+def replicated_share(tensors):
+    """Bytes of the tensors that are bitwise equal on every rank, over one full copy's bytes: 1.0 only for
+    a full copy that is also identical everywhere (a sharded or a diverged tensor is not counted)."""
+    same = 0
+    for tensor in tensors:
+        local = tensor.detach().reshape(-1).to(torch.float64)
+        everywhere = [torch.empty_like(local) for _ in range(world)]
+        dist.all_gather(everywhere, local)
+        if all(torch.equal(other, local) for other in everywhere):
+            same += nbytes(tensor)
+    return same / sum(full_copy.values())
+
+
+ddp_replicated = replicated_share(training_state(ddp, adam))
+unsynced = DDP(copy.deepcopy(model))  # control: the same DDP step without its all-reduce
+unsynced_adam = torch.optim.Adam(unsynced.parameters(), lr=1e-3)
+with unsynced.no_sync():
+    one_step(unsynced, unsynced_adam)
+unsynced_replicated = replicated_share(training_state(unsynced, unsynced_adam))
 
 
 def ddp_recording_buckets(**ddp_kwargs):
@@ -140,7 +173,7 @@ def zero2_step(collective="reduce_scatter"):
     padded[: flat.numel()] = flat
     master_shard = torch.nn.Parameter(padded[rank * shard_size : (rank + 1) * shard_size].clone())  # my slice only
     adam_on_slice = torch.optim.Adam([master_shard], lr=1e-3)  # optimizer states exist for my slice only
-    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    torch.nn.functional.mse_loss(net(my_inputs), my_targets).backward()
     full_grad = torch.zeros(shard_size * world)
     full_grad[: flat.numel()] = torch.cat([p.grad.flatten() for p in net.parameters()])
     net.zero_grad(set_to_none=True)  # the full gradient is freed as soon as it is reduce-scattered
@@ -237,7 +270,7 @@ def gradient_bytes_after_backward(gradient_sync):
     if isinstance(net, FSDPModule):  # a module fully_shard did not convert has no such switch
         net.set_requires_gradient_sync(gradient_sync)  # False: no reduce-scatter in backward (FSDP2's no_sync)
     before = bytes_kept_alive(net)
-    torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows]).backward()
+    torch.nn.functional.mse_loss(net(my_inputs), my_targets).backward()
     return sum(size for pointer, size in bytes_kept_alive(net).items() if pointer not in before)
 
 
@@ -259,7 +292,7 @@ def saved_activation_bytes(net):
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        loss = torch.nn.functional.mse_loss(net(inputs[my_rows]), targets[my_rows])
+        loss = torch.nn.functional.mse_loss(net(my_inputs), my_targets)
     loss.backward()
     return sum(saved.values())
 
@@ -286,11 +319,13 @@ def share(level, part):
 
 _claims.between(
     "ddp_replicates_everything",
-    measured=sum(ddp_bytes.values()) / sum(full_copy.values()),
-    control=sum(zero3_bytes.values()) / sum(full_copy.values()),  # ZeRO-3: everything sharded
+    measured=ddp_replicated,  # the bytes of the training state that are full AND equal on every rank
+    control=unsynced_replicated,  # the same DDP step under no_sync(): each rank keeps its own gradients
     low=0.999,
     high=1.001,
     one_full_copy=full_copy,
+    ddp_share_of_one_copy=sum(ddp_bytes.values()) / sum(full_copy.values()),
+    zero3_share_of_one_copy=sum(zero3_bytes.values()) / sum(full_copy.values()),
     **details,
 )
 

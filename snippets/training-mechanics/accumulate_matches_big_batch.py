@@ -16,8 +16,9 @@
 # length of its own window instead of by 4; the plugin's own field, read before to_kwargs drops it;
 # the BatchNorm model in eval mode (normalising with running statistics, whatever the micro-batch).
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/training-mechanics/accumulate_matches_big_batch.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/training-mechanics/accumulate_matches_big_batch.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 import copy
 

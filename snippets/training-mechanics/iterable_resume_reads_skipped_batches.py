@@ -7,8 +7,9 @@
 # training loop receives its first batch.
 # Negative control: the same prepared loader without skip_first_batches.
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/training-mechanics/iterable_resume_reads_skipped_batches.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/training-mechanics/iterable_resume_reads_skipped_batches.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration

@@ -20,8 +20,9 @@
 # that was not restored shows. (A StepLR would not: it multiplies the optimizer's restored LR, and
 # from scratch it can decay at the very same steps.)
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/training-mechanics/resume_matches_uninterrupted_run.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
+#       snippets/training-mechanics/resume_matches_uninterrupted_run.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import contextlib
 import os
 import pickle
