@@ -40,7 +40,10 @@ VERSION_WORDS = re.compile(
     re.I,
 )
 RELEASE = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)?)\b")
-WHERE_READ = re.compile(r"(\btag\b|\bPR\s*#?\d+|pull/\d+|pull request|\bcommit\b|\bat v\d|read at|released in v?\d)", re.I)
+WHERE_READ = re.compile(
+    r"(\btag\b|\bPR\s*#?\d+|pull/\d+|pull request|\bcommit\b|\bat v\d|read at|read in|\bsources?\b|released in v?\d)", re.I
+)
+OWNER_LINK = re.compile(r"\]\([^)]*#[^)]+\)")  # a link to the page (and anchor) that owns the statement
 DEFAULT_WORDS = re.compile(r"\b(by default|defaults? to|default is|unless you pass)\b", re.I)
 DEFAULT_MARK = re.compile(r"<!--\s*default:\s*([a-z0-9_ ,]+?)\s*-->")
 MIN_WORDS = 12  # shorter sentences repeat by chance ("See the page on ...")
@@ -84,7 +87,7 @@ def sentences(path: Path) -> list[Sentence]:
     def flush():
         if paragraph and section not in SKIPPED_SECTIONS:
             raw = "\n".join(paragraph)
-            for text in re.split(r"(?<=[.!?])\s+(?=[A-Z`*(\"])", plain(raw)):
+            for text in re.split(r"(?:(?<=[.!?])|(?<=[.!?]\)))\s+(?=[A-Z`*(\"])", plain(raw)):
                 found.append(Sentence(relative, first + 1, text, raw))
         paragraph.clear()
 
@@ -121,7 +124,7 @@ def version_findings(page, found: list[Sentence]) -> list[Sentence]:
         if not VERSION_WORDS.search(sentence.text):
             continue
         releases = set(RELEASE.findall(sentence.text))
-        if releases and (releases & edges or WHERE_READ.search(sentence.text)):
+        if releases and (releases & edges or WHERE_READ.search(sentence.text) or OWNER_LINK.search(sentence.paragraph)):
             continue
         bad.append(sentence)
     return bad
