@@ -128,3 +128,19 @@ def dropout_mask_in_activation_dtype(patch):
         return input * noise, noise != 0
 
     patch.wrap(torch, "native_dropout", noise_times_input)
+
+
+@mutant(
+    "cpu-dropout-keeps-bool-mask",
+    "eager F.dropout on a CPU tensor takes the fused path and keeps a 1-byte bool mask, as on CUDA",
+)
+def cpu_dropout_keeps_bool_mask(patch):
+    import torch
+    import torch.nn.functional
+
+    def fused(original, input, p=0.5, training=True, inplace=False):
+        if not training or p == 0 or inplace:
+            return original(input, p, training, inplace)
+        return torch.native_dropout(input, p, training)[0]
+
+    patch.wrap(torch.nn.functional, "dropout", fused)
