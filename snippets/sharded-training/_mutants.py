@@ -620,3 +620,18 @@ def fully_shard_recomputes_activations(patch):
         return result
 
     patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+# ---- sharded-training/zero-offload-infinity (pages-b)
+@mutant("non-blocking-copy-waits",
+        "a copy_ with non_blocking=True waits until the copy is done, whatever memory the host tensor is in")
+def non_blocking_copy_waits(patch):
+    import torch
+
+    def waiting(original, self, src, non_blocking=False):
+        result = original(self, src, non_blocking)
+        if non_blocking and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return result
+
+    patch.wrap(torch.Tensor, "copy_", waiting)
