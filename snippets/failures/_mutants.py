@@ -259,3 +259,15 @@ def blocking_collectives_wait_in_python(patch):
 
     patch.replace(dist, "all_reduce", waiting_in_python(dist.all_reduce))
     patch.replace(dist, "barrier", waiting_in_python(dist.barrier))
+
+
+# ---- failures/checkpoint-interval-planning (pages-b)
+@mutant("save-state-skips-optimizer",
+        "accelerator.save_state writes the model weights (and random states) but not the optimizer's state")
+def save_state_skips_optimizer(patch):
+    import accelerate.accelerator as accelerator_module
+
+    def without_optimizers(original, output_dir, model_states, optimizers, *args, **kwargs):
+        return original(output_dir, model_states, [], *args, **kwargs)
+
+    patch.wrap(accelerator_module, "save_accelerator_state", without_optimizers)

@@ -111,3 +111,36 @@ def from_pretrained_skips_checkpoint_on_other_ranks(patch):
         return original(model, state_dict, checkpoint_files, load_config, *args, **kwargs)
 
     patch.wrap(PreTrainedModel, "_load_pretrained_model", empty_on_other_ranks)
+
+
+# ---- memory/activation-memory-formula (pages-b)
+@mutant(
+    "dropout-mask-in-activation-dtype",
+    "dropout keeps its mask in the activation's dtype (2 bytes per element in bf16), not as a 1-byte bool mask",
+)
+def dropout_mask_in_activation_dtype(patch):
+    import torch
+
+    def noise_times_input(original, input, p, train):
+        if not train or p == 0:
+            return original(input, p, train)
+        noise = torch.empty_like(input).bernoulli_(1 - p).div_(1 - p)  # the multiply keeps `noise` for backward
+        return input * noise, noise != 0
+
+    patch.wrap(torch, "native_dropout", noise_times_input)
+
+
+@mutant(
+    "cpu-dropout-keeps-bool-mask",
+    "eager F.dropout on a CPU tensor takes the fused path and keeps a 1-byte bool mask, as on CUDA",
+)
+def cpu_dropout_keeps_bool_mask(patch):
+    import torch
+    import torch.nn.functional
+
+    def fused(original, input, p=0.5, training=True, inplace=False):
+        if not training or p == 0 or inplace:
+            return original(input, p, training, inplace)
+        return torch.native_dropout(input, p, training)[0]
+
+    patch.wrap(torch.nn.functional, "dropout", fused)

@@ -193,3 +193,19 @@ def prepare_pipelines_the_model(patch):
         return prepared
 
     patch.wrap(Accelerator, "prepare_model", keep_own_stage)
+
+
+# ---- model-parallelism/moe-capacity-factor (pages-b)
+@mutant("switch-router-ignores-capacity",
+        "the Switch router keeps every token however many pick the same expert (capacity only sizes a buffer)")
+def switch_router_ignores_capacity(patch):
+    from transformers.models.switch_transformers.modeling_switch_transformers import SwitchTransformersTop1Router
+
+    def no_capacity(original, self, hidden_states):
+        capacity, self.expert_capacity = self.expert_capacity, hidden_states.shape[-2]  # room for a whole sequence
+        try:
+            return original(self, hidden_states)
+        finally:
+            self.expert_capacity = capacity
+
+    patch.wrap(SwitchTransformersTop1Router, "forward", no_capacity)

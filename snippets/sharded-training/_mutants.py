@@ -643,3 +643,16 @@ def fsdp1_shard_grad_op_reshards_in_no_sync(patch):
 
     patch.replace(_runtime_utils, "_should_free_in_backward", lambda state, handle: handle.uses_sharded_strategy)
 
+# ---- sharded-training/zero-offload-infinity (pages-b)
+@mutant("non-blocking-copy-waits",
+        "a copy_ with non_blocking=True waits until the copy is done, whatever memory the host tensor is in")
+def non_blocking_copy_waits(patch):
+    import torch
+
+    def waiting(original, self, src, non_blocking=False):
+        result = original(self, src, non_blocking)
+        if non_blocking and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return result
+
+    patch.wrap(torch.Tensor, "copy_", waiting)
