@@ -390,3 +390,15 @@ def cudnn_tf32_off_by_default(patch):
     torch.backends.cudnn.allow_tf32 = False
     patch.ran()
     patch._undo.append(lambda: setattr(torch.backends.cudnn, "allow_tf32", before))
+
+
+@mutant("msamp-defaults-to-o1", "Accelerate's MS-AMP FP8 recipe defaults to opt_level 'O1' (FP8 weights and gradients only)")
+def msamp_defaults_to_o1(patch):
+    from accelerate.utils import MSAMPRecipeKwargs
+
+    def o1(original, self):
+        if self.opt_level is None:
+            self.opt_level = "O1"
+        return original(self)
+
+    patch.wrap(MSAMPRecipeKwargs, "__post_init__", o1)
