@@ -42,17 +42,53 @@ def _plain(value):
     return value
 
 
+NON_FINITE = ("nan", "inf", "-inf")  # how `_plain` writes a float that is not a number
+
+
+def kind(value):
+    """What sort of measurement a value is; None for one that measured nothing (None, NaN, inf)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number" if math.isfinite(value) else None
+    if isinstance(value, str):
+        return None if value in NON_FINITE else "text"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return type(value).__name__
+
+
+def not_measured(value, op, bound):
+    """Why `value` is no measurement to compare with `bound` (None when it is one): it measured nothing,
+    or it is of another kind than the bound. Values are never compared across kinds: a control that
+    crashed and reported None, NaN or its error text must not count as "missed the bound". A control
+    that legitimately finds nothing reports a sentinel of the bound's kind (e.g. "no exception")."""
+    found = kind(value)
+    if found is None:
+        return f"measured nothing ({value!r})"
+    wanted = "number" if op == "in" else kind(bound)
+    if found != wanted:
+        return f"is {found} ({value!r}), the bound {wanted} ({bound!r}): values of different kinds are not compared"
+    return None
+
+
 def evaluate(measured, op, bound):
-    """True when `measured op bound` holds; a NaN or a missing value never holds."""
-    if measured is None or isinstance(measured, str) and measured in ("nan", "inf", "-inf"):
+    """True when `measured op bound` holds; a value that measured nothing, or of another kind than the
+    bound, never holds."""
+    if not_measured(measured, op, bound):
         return False
     return bool(RELATIONS[op](measured, bound))
 
 
 def verdict(record):
+    """(passed, holds, control_holds): passed needs both a measurement that meets the bound and a
+    control that was measured too, and misses it."""
     holds = evaluate(record["measured"], record["op"], record["bound"])
     control_holds = evaluate(record["control"], record["op"], record["bound"])
-    return holds and not control_holds, holds, control_holds
+    control_measured = not not_measured(record["control"], record["op"], record["bound"])
+    return holds and control_measured and not control_holds, holds, control_holds
 
 
 def report(claim, measured, control, op, bound, **details):
@@ -81,7 +117,8 @@ def report(claim, measured, control, op, bound, **details):
     print(
         f"[rank {record['rank']}] {'PASS' if passed else 'FAIL'} {claim}: "
         f"measured {record['measured']} {op} {record['bound']} -> {holds}; "
-        f"control {record['control']} -> {control_holds} (must be False)",
+        f"control {record['control']} -> {control_holds} (must be False)"
+        + (f"; not measured: the control {why}" if (why := not_measured(record["control"], op, record["bound"])) else ""),
         flush=True,
     )
     return passed

@@ -8,6 +8,7 @@ Skipped where chromium or playwright is missing, except under REQUIRE_BROWSER_TE
 """
 
 import gzip
+import html
 import http.server
 import importlib.util
 import io
@@ -25,6 +26,7 @@ import pytest
 from tests.test_site import build
 from verify import evidence
 from verify.website import figures, study
+from verify.website import levels as evidence_levels
 from verify.pages import load_pages, question_pages
 from verify.paths import DOCS_DIR
 
@@ -74,7 +76,7 @@ def made_up_evidence(evidence_dir: Path) -> dict:
                                         for rank in (0, 1)]}
                            for claim, declared in proof.claims.items()],
             }  # fmt: skip
-            (evidence_dir / f"{Path(proof.snippet).stem}.json").write_text(json.dumps(record))
+            evidence.write(record, evidence_dir)
     return {page.slug: "no evidence yet" if index == 0 else "failed" if index == 1 else None
             for index, page in enumerate(proven)}  # fmt: skip
 
@@ -89,7 +91,7 @@ def decorate_evidence(evidence_dir: Path) -> dict:
     reason. Returns {what: page slug or claim id}."""
     proven = [page for page in QUESTIONS if page.proofs and all(p.requires != "cuda" for p in page.proofs)]
     whole, stale, failing = proven[2], proven[3], [p for p in QUESTIONS if p.proofs][1]
-    path = evidence_dir / f"{Path(whole.proofs[0].snippet).stem}.json"
+    path = evidence.path_of(whole.proofs[0].page, whole.proofs[0].snippet, evidence_dir)
     record = json.loads(path.read_text())
     claim = record["claims"][0]
     for report in claim["reports"]:
@@ -100,10 +102,10 @@ def decorate_evidence(evidence_dir: Path) -> dict:
         "claims": [{"id": claim["id"], "killed": True, "how": "measured missed the bound",
                     "reports": [{"rank": 0, "measured": 0.68, "control": 0.41, "op": "<=", "bound": 1e-06}]}]}]  # fmt: skip
     path.write_text(json.dumps(record))
-    path = evidence_dir / f"{Path(stale.proofs[0].snippet).stem}.json"
+    path = evidence.path_of(stale.proofs[0].page, stale.proofs[0].snippet, evidence_dir)
     path.write_text(json.dumps({**json.loads(path.read_text()), "fingerprint": "0" * 64, "versions": evidence.versions()}))
     for proof in failing.proofs:
-        path = evidence_dir / f"{Path(proof.snippet).stem}.json"
+        path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
         if path.exists():
             record = json.loads(path.read_text())
             record["claims"][0]["reason"] = 'made up: <b>not bold</b> & "quoted"'
@@ -284,6 +286,12 @@ def test_the_question_table_filters_by_topic_difficulty_and_proof(site, page):
         assert titles == wanted, status
     page.select_option("#qi-status", "passed")
     assert len(shown()) > 0
+
+    page.select_option("#qi-status", "")
+    page.select_option("#qi-levels", "sourced")  # a page with checked quotes among other levels
+    titles = sorted(row.locator("td").first.inner_text() for row in shown())
+    assert titles == sorted(p.title for p in QUESTIONS if "sourced" in evidence_levels.row_levels(p).split()) != []
+    page.select_option("#qi-levels", "")
 
     page.goto(base + f"#difficulty={level}")  # the filter read back from the address
     assert page.locator("#qi-difficulty").input_value() == level
@@ -852,3 +860,255 @@ def test_a_lab_downloads_as_a_notebook_and_shares_its_styles(site, page):
     assert page.locator("link[href$='assets/notebook.css']").count() == 1  # one file, cached for every lab
     html = (folder / "labs" / statuses["lab"] / "index.html").read_text()
     assert "<style type=\"text/css\">" not in html
+
+
+# --- the defects of issue 25 (study mode, the plan, search, small ones), each failing before its fix --
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+SCREENS = {"phone": PHONE, "desktop": {}}
+
+
+def question_ids(site) -> list[str]:
+    _, folder, _ = site
+    return [q["id"] for q in json.loads((folder / study.QUESTIONS_JSON).read_text())["questions"]]
+
+
+def with_progress(tab, base, state):
+    """The mock interview page opened with `state` saved in this browser as an earlier visit left it."""
+    tab.goto(base + "mock-interview/")
+    tab.wait_for_selector("#mock-setup")
+    tab.evaluate("state => localStorage.setItem('accelerate-interview-study-v1', JSON.stringify(state))", state)
+    tab.reload()
+
+
+def progress_from_an_older_site(known: list[str]) -> dict:
+    """Progress that names three questions this site no longer has (renamed or removed pages)."""
+    gone = ["renamed-question", "removed-question", "older-question"]
+    cards = {id: {"box": 2, "last": 1, "grade": "knew", "seen": 1, "date": "2026-01-01"} for id in gone + known[:1]}
+    results = [{"id": id, "grade": "knew"} for id in gone[:2] + known[:1]]
+    return {"session": 1, "cards": cards, "last": {"session": 1, "date": "2026-01-01", "results": results, "asked": 3},
+            "current": {"session": 2, "queue": [gone[2], known[1]], "index": 0, "grades": {}, "seconds": 30}}
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_progress_naming_questions_the_site_no_longer_has_is_trimmed_with_a_note(site, own, screen, tmp_path):
+    """Stored or imported progress with unknown ids: a note, the rest kept, the Forget button drawn."""
+    base, _, _ = site
+    known = question_ids(site)
+    tab = own(**SCREENS[screen])
+    with_progress(tab, base, progress_from_an_older_site(known))
+    tab.wait_for_selector("#mock-setup")
+    assert tab.locator(".mock-error").count() == 0, tab.locator(".mock-error").inner_text()
+    assert "3 questions from an older version of the site were skipped" in tab.locator("#mock-skipped").inner_text()
+    assert tab.locator("#mock-reset").is_visible(), "the Forget button is drawn"
+    assert tab.locator("#mock-summary .mock-result").count() == 1  # the known question of the last interview
+    state = stored(tab)
+    assert set(state["cards"]) == {known[0]} and state["current"]["queue"] == [known[1]]
+    tab.click("#mock-resume")  # the interview under way goes on with the question that still exists
+    assert tab.locator("#mock-card").get_attribute("data-question") == known[1]
+
+    exported = tmp_path / "older-progress.json"
+    older = progress_from_an_older_site(known)
+    exported.write_text(json.dumps({"format": "accelerate-interview-study-v1", "state": older}))
+    tab.goto(base + "mock-interview/")
+    tab.wait_for_selector("#mock-setup")
+    tab.evaluate("localStorage.clear()")
+    tab.set_input_files("#mock-import-file", str(exported))
+    tab.wait_for_selector("#mock-transfer-status:has-text('Imported')")
+    assert "3 questions from an older version of the site were skipped" in tab.locator("#mock-transfer-status").inner_text()
+    assert set(stored(tab)["cards"]) == {known[0]}
+
+
+def test_progress_this_site_cannot_read_still_draws_the_forget_button(site, own):
+    base, _, _ = site
+    tab = own()
+    with_progress(tab, base, {"session": "two", "cards": {"x": None, "y": 7}, "last": {"results": None}, "current": 5})
+    tab.wait_for_selector("#mock-reset")
+    tab.once("dialog", lambda dialog: dialog.accept())
+    tab.click("#mock-reset")
+    tab.wait_for_selector("#mock-setup")
+    assert stored(tab)["cards"] == {}
+
+
+def grade_box_centre(tab) -> tuple[float, float]:
+    box = tab.locator("button[data-grade=knew]").bounding_box()
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+@pytest.mark.parametrize("screen", SCREENS)
+def test_a_double_tap_on_a_grade_records_one_grade_and_stays(site, own, screen):
+    """On a phone the second tap of a double tap landed on the footer's 'Next' link and left the interview."""
+    base, _, _ = site
+    tab = own(**SCREENS[screen])
+    start_interview(tab, base, count=3)
+    tab.click("#mock-reveal")
+    x, y = grade_box_centre(tab)
+    if screen == "phone":
+        tab.touchscreen.tap(x, y)
+        tab.touchscreen.tap(x, y)
+    else:
+        tab.mouse.dblclick(x, y)
+    tab.wait_for_timeout(800)  # a navigation the second tap started would have happened by now
+    assert tab.url.endswith("/mock-interview/"), f"the double tap left the interview for {tab.url}"
+    assert tab.locator("#mock-position").inner_text().startswith("Question 2 of 3")
+    assert len(stored(tab)["current"]["grades"]) == 1
+
+
+def test_n_and_p_do_not_leave_a_running_interview(site, own):
+    """mkdocs-material's keyboard shortcuts n and p go to the next and previous page; not mid-interview."""
+    base, _, _ = site
+    tab = own()
+    start_interview(tab, base, count=2)
+    for key in ("n", "p", "."):
+        tab.keyboard.press(key)
+        tab.wait_for_timeout(300)
+        assert tab.url.endswith("/mock-interview/") and tab.locator("#mock-card").count() == 1, key
+    tab.once("dialog", lambda dialog: dialog.accept())
+    tab.click("#mock-stop")
+    tab.wait_for_selector("#mock-setup")
+    tab.locator("#mock-setup legend").first.click()  # focus on the page, not in a field
+    tab.keyboard.press("n")  # outside an interview the shortcut works as on every page
+    tab.wait_for_url(re.compile(r"/cheat-sheet/$"))
+
+
+@pytest.mark.parametrize("how", ["click", "key"])
+def test_after_reveal_a_stray_enter_records_no_grade(site, own, how):
+    base, _, _ = site
+    tab = own()
+    start_interview(tab, base, count=2)
+    if how == "click":
+        tab.click("#mock-reveal")
+    else:
+        tab.keyboard.press("r")
+    tab.wait_for_selector("#mock-grades:not([hidden])")
+    focused = tab.evaluate("document.activeElement.closest('#mock-grades, button, a') ? "
+                           "document.activeElement.outerHTML.slice(0, 80) : ''")  # fmt: skip
+    assert focused == "", f"after Reveal the focus is on {focused}"
+    tab.keyboard.press("Enter")
+    tab.wait_for_timeout(200)
+    assert tab.locator("#mock-position").inner_text().startswith("Question 1 of 2")
+    assert stored(tab)["current"]["grades"] == {}
+
+
+TAP_TARGETS = """() => [...document.querySelectorAll('#mock-app button, #mock-app input, #mock-app select')]
+  .filter(e => e.offsetParent !== null || (e.closest('label') && e.closest('label').offsetParent !== null))
+  .filter(e => e.type !== 'file')
+  .map(e => { const own = e.getBoundingClientRect(), label = e.closest('label');
+              const r = label && label.getBoundingClientRect().width > own.width ? label.getBoundingClientRect() : own;
+              return [e.id || e.className || e.name || e.tagName, Math.round(r.width), Math.round(r.height)]; })
+  .filter(([, w, h]) => w < 24 || h < 24)"""
+
+
+def test_the_interview_tap_targets_are_at_least_24_px_on_a_phone(site, own):
+    base, _, _ = site
+    tab = own(**PHONE)
+    start_interview(tab, base, count=2)
+    small = tab.evaluate(TAP_TARGETS)
+    tab.click("#mock-reveal")
+    small += tab.evaluate(TAP_TARGETS)
+    tab.click("button[data-grade=missed]")
+    tab.wait_for_selector("#mock-undo")
+    small += tab.evaluate(TAP_TARGETS)
+    tab.click("#mock-reveal")
+    tab.wait_for_timeout(600)
+    tab.click("button[data-grade=knew]")
+    tab.wait_for_selector("#mock-summary")
+    small += tab.evaluate(TAP_TARGETS)
+    assert small == [], f"targets under 24 px: {small}"
+
+
+def test_due_next_interview_agrees_with_the_due_again_filter(site, own):
+    """The progress table counted never-seen questions as due; the filter (rightly) did not."""
+    base, _, _ = site
+    known = question_ids(site)
+    cards = {known[0]: {"box": 1, "last": 5, "grade": "missed", "seen": 1},
+             known[1]: {"box": 1, "last": 5, "grade": "partly", "seen": 2},
+             known[2]: {"box": 2, "last": 2, "grade": "knew", "seen": 1},  # due: 2 interviews have passed
+             known[3]: {"box": 5, "last": 5, "grade": "knew", "seen": 4}}  # fmt: skip
+    tab = own()
+    with_progress(tab, base, {"session": 5, "cards": cards})
+    tab.wait_for_selector("#mock-progress table")
+    due = sum(int(cell) for cell in tab.locator("#mock-progress tbody td:last-child").all_inner_texts())
+    for box in tab.locator("input[name=topic], input[name=difficulty]").all():
+        box.set_checked(True)
+    tab.check("#mock-due-only")
+    matching = int(tab.locator("#mock-matching").inner_text().split()[0])
+    assert due == matching == 3, f"'Due next interview' adds up to {due}, the due-again filter finds {matching}"
+
+
+def test_the_week_plan_on_the_home_page_links_every_question_once(site, page):
+    base, folder, _ = site
+    page.goto(base)
+    plan = page.locator("article table").filter(has_text="Day").first
+    linked = [urlsplit(href).path for href in plan.locator("a").evaluate_all("links => links.map(a => a.href)")]
+    questions = [urlsplit(base).path + page_url(q.path) for q in QUESTIONS]
+    assert sorted(path for path in linked if path in questions) == sorted(questions), (
+        f"missing: {sorted(set(questions) - set(linked))}")
+    assert plan.locator("tbody tr").count() == 7
+
+
+def test_search_puts_the_gradient_accumulation_page_first(site, page):
+    base, _, _ = site
+    page.goto(base)
+    first = search(page, "gradient accumulation").first.get_attribute("href")
+    assert "training-mechanics/gradient-accumulation/" in first, first
+
+
+FOLDED = re.compile(r"<details(?![^>]*\bopen)[^>]*>\s*<summary>.*?</summary>(.*?)</details>", re.S)
+
+
+def folded_texts(html_text: str) -> list[str]:
+    """The first 60 characters of text of each folded block's body (what a reader opens on purpose)."""
+    texts = []
+    for body in FOLDED.findall(html_text):
+        text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body))).strip()
+        if len(text) >= 30:
+            texts.append(text[:60])
+    return texts
+
+
+def test_search_previews_hide_every_folded_answer(site, page):
+    """The follow-up answers (??? question) were indexed and printed in the previews."""
+    base, folder, _ = site
+    index = json.loads((folder / "search" / "search_index.json").read_text())
+    leaked = []
+    for question in QUESTIONS:
+        url = page_url(question.path)
+        indexed = re.sub(r"\s+", " ", html.unescape(" ".join(
+            re.sub(r"<[^>]+>", " ", doc["text"]) for doc in index["docs"] if doc["location"].startswith(url))))  # fmt: skip
+        built = (folder / url / "index.html").read_text()
+        article = built.split("<article", 1)[1].split("</article>", 1)[0]
+        unfolded = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", FOLDED.sub("", article))))
+        leaked += [f"{question.slug}: {text}" for text in folded_texts(article)
+                   if text in indexed and text not in unfolded]  # (the same words said outside a fold may be found)
+    assert leaked == [], f"{len(leaked)} folded blocks are in the search index, e.g. {leaked[:3]}"
+    target = (folder / "questions/training-mechanics/gradient-accumulation/index.html").read_text()
+    follow_ups = folded_texts(target.split("Follow-up questions", 1)[1])
+    page.goto(base)
+    search(page, "gradient accumulation")
+    shown = re.sub(r"\s+", " ", page.locator(".md-search-result").inner_text())
+    assert follow_ups and not [text for text in follow_ups if text[:40] in shown]
+
+
+def test_what_the_home_page_says_of_the_printed_cheat_sheet_is_true(site, own):
+    """The home page called the full cheat sheet 'one printable page'; it prints on about 40 A4 pages."""
+    base, _, _ = site
+    tab = own()
+    tab.goto(base)
+    said = tab.locator("article li, article p").filter(has=tab.locator("a[href$='cheat-sheet/']")).all_inner_texts()
+    claims = re.findall(r"\b(one|two|three|\d+)[ -](?:printable|printed|A4) pages?", " ".join(said))
+    tab.goto(base + "cheat-sheet/")
+    pdf = tab.pdf(format="A4", print_background=False, prefer_css_page_size=True)
+    printed = int(max(re.findall(rb"/Count (\d+)", pdf), key=int))
+    words = {"one": 1, "two": 2, "three": 3}
+    assert not [claim for claim in claims if (words.get(claim) or int(claim)) != printed], (
+        f"the home page says {claims} printed page(s); the cheat sheet prints on {printed}")
+
+
+def test_a_lab_page_puts_its_title_above_the_run_box(site, page):
+    base, _, statuses = site
+    page.goto(base + f"labs/{statuses['lab']}/")
+    order = page.evaluate("""() => { const h1 = document.querySelector('article h1'),
+        box = document.querySelector('article .admonition.info');
+        return h1.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING ? 'title first' : 'run box first'; }""")
+    assert order == "title first"

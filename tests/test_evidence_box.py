@@ -43,7 +43,7 @@ def test_everything_from_the_evidence_is_escaped(evidence_dir):
                   claims={odd: Claim(says="x < y & <i>z</i>", control='removes "all" <hooks>')})  # fmt: skip
     found = record(proof, [claim(odd, "x < y & <i>z</i>", passed=False, reason="<script>alert(1)</script>",
                                  details={"<k>": "<v>"})])  # fmt: skip
-    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(found))
+    evidence.write(found, evidence_dir)
     html = evidence_box.box(proof, "p")
     assert "<b>" not in html and "<i>" not in html and "<script>" not in html and "<k>" not in html
     assert 'id="claim-a&quot;quote&lt;b&gt;"' in html
@@ -62,7 +62,8 @@ def test_numbers_are_written_as_a_reader_writes_them():
 def test_evidence_of_an_earlier_snippet_says_so(evidence_dir):
     proof = load_page(PAGE).proofs[0]
     claims = [claim(c, d.says) for c, d in proof.claims.items()]
-    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
+    path.parent.mkdir(exist_ok=True)
     here = evidence.versions()
     path.write_text(json.dumps(record(proof, claims, fingerprint="0" * 64, versions=here)))
     assert "measured on an earlier version of this snippet" in evidence_box.box(proof, "data-parallel-accuracy")
@@ -97,7 +98,8 @@ def test_mutant_rows_and_markers(evidence_dir):
     assert "python -m pytest verify -k data-parallel-accuracy --mutants" in without
     assert "\n    !!! note" in without  # an indented marker keeps its indentation (inside a list item)
 
-    path = evidence_dir / "ddp_gradients_match_full_batch.json"
+    path = evidence.path_of(proof.page, proof.snippet, evidence_dir)
+    path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(record(proof, claims, mutants=[mutant_evidence(proof)])))
     html = evidence_box.box(proof, page.slug)
     assert "Broken on purpose: DDP sums the gradients &lt;instead&gt; of averaging them." in html
@@ -117,11 +119,11 @@ def test_reference_evidence_is_labelled_and_local_evidence_wins(evidence_dir, tm
     claims = [claim(c, d.says) for c, d in proof.claims.items()]
     (tmp_path / "reference").mkdir()
     reference_record = record(proof, claims, machine="a Linux x86_64 machine with 2 CPU cores (Test CPU), no GPU")
-    (tmp_path / "reference" / "ddp_gradients_match_full_batch.json").write_text(json.dumps(reference_record))
+    evidence.write(reference_record, tmp_path / "reference")
     html = evidence_box.box(proof, page.slug)
     assert "Reference evidence, measured on 2 January 2026 on a Linux x86_64 machine with 2 CPU cores (Test CPU), no GPU (not" in html
     assert "(reference run)" in html and "python -m pytest verify -k data-parallel-accuracy" in html
-    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, claims)))
+    evidence.write(record(proof, claims), evidence_dir)
     assert "Reference evidence" not in evidence_box.box(proof, page.slug)
 
 
@@ -130,20 +132,23 @@ def test_the_reference_set_is_refreshed_from_this_machines_evidence(tmp_path, mo
     source.mkdir()
     labs_source.mkdir()
     proof = load_page(PAGE).proofs[0]
-    (source / "ddp_gradients_match_full_batch.json").write_text(json.dumps(record(proof, [])))
-    (source / "no_longer_declared.json").write_text("{}")
+    evidence.write(record(proof, []), source)
+    (source / "gone").mkdir()
+    (source / "gone" / "no_longer_declared.json").write_text("{}")
     noisy = {"cells": [{"cell_type": "code", "outputs": [
         {"output_type": "stream", "name": "stderr", "text": ["/home/me/tqdm/auto.py:21: TqdmWarning: IProgress not found."]},
         {"output_type": "stream", "name": "stdout", "text": ["kept"]}]}]}  # fmt: skip
     (labs_source / "lab1_first_distributed_run.ipynb").write_text(json.dumps(noisy))
     target.mkdir()
-    (target / "old.json").write_text("{}")
+    (target / "old-page").mkdir()
+    (target / "old-page" / "old.json").write_text("{}")
     copied, missing = reference.refresh(source, labs_source, target, machine="a test machine")
-    assert copied == 1 and not (target / "old.json").exists() and not (target / "no_longer_declared.json").exists()
-    assert json.loads((target / "ddp_gradients_match_full_batch.json").read_text())["machine"] == "a test machine"
+    assert copied == 1 and not (target / "old-page").exists() and not (target / "gone").exists()
+    copied_record = target / "data-parallel-accuracy" / "ddp_gradients_match_full_batch.json"
+    assert json.loads(copied_record.read_text())["machine"] == "a test machine"
     copied_lab = (target / "labs" / "lab1_first_distributed_run.ipynb").read_text()
     assert "kept" in copied_lab and "TqdmWarning" not in copied_lab and "/home/me" not in copied_lab
-    assert "ddp_gradients_match_full_batch.json" not in missing and len(missing) > 10
+    assert "data-parallel-accuracy/ddp_gradients_match_full_batch.json" not in missing and len(missing) > 10
     assert "CPU cores" in reference.describe_machine()
 
 

@@ -19,10 +19,11 @@ SETTINGS = LaunchSettings(num_processes=2, use_cpu=True)
 
 @pytest.mark.parametrize("content", ['{"page": "p", "claims": [{"id"', "not json at all", "[]", "\xff\xfe"])
 def test_a_corrupt_evidence_file_is_missing_named_and_rerun(tmp_path, content):
-    path = tmp_path / "passing_claim.json"
+    path = evidence.path_of("p", "passing_claim.py", tmp_path)
+    path.parent.mkdir()
     path.write_bytes(content.encode("latin-1"))
     with pytest.warns(evidence.UnreadableEvidence, match=str(path)):
-        assert evidence.read("passing_claim.py", tmp_path) is None
+        assert evidence.read(PROOF, tmp_path) is None
     with pytest.warns(evidence.UnreadableEvidence):
         assert evidence.reused_verdicts(PROOF, SETTINGS, tmp_path) is None  # so the session runs it again
     with pytest.warns(evidence.UnreadableEvidence):

@@ -42,7 +42,7 @@ def test_the_plain_run_passes_beside_its_mutants(mutated):
 
 
 def test_the_evidence_keeps_each_mutant_run(mutated):
-    recorded = {entry["mutant"]: entry for entry in read("sum_of_ranks.py", mutated[1] / "evidence")["mutants"]}
+    recorded = {entry["mutant"]: entry for entry in read(sum_proof(), mutated[1] / "evidence")["mutants"]}
     assert recorded.keys() == set(MUTANTS)
     killed = recorded["all-reduce-takes-the-max"]
     assert killed["status"] == "killed" and killed["reached_ranks"] == [0, 1]
@@ -199,6 +199,6 @@ def test_a_lab_runs_in_the_broken_library_its_mutants_make(tmp_path):
     assert killed.claims["workers_sum_their_ranks"]["reports"][0]["measured"] == 2.0
     unreached = found.mutants[("summing_lab", "summing_lab.py", "broadcast-does-nothing")]
     assert unreached.status == "not_reached" and "never reaches" in unreached.reason, unreached.reason
-    recorded = {entry["mutant"] for entry in read("summing_lab.py", tmp_path / "evidence")["mutants"]}
+    recorded = {entry["mutant"] for entry in read(lab, tmp_path / "evidence")["mutants"]}
     assert recorded == {"all-reduce-takes-the-max", "broadcast-does-nothing"}
     assert [path.name for path in (tmp_path / "executed").iterdir()] == ["summing_lab.ipynb"]  # the plain run only

@@ -11,7 +11,8 @@ def write_evidence(folder, snippet, status, claims):
     # a finished run's verdicts were judged on measured values (evidence records it as by_value)
     records = [{"id": cid, "passed": passed, "reason": reason, "by_value": status == "finished"}
                for cid, passed, reason in claims]  # fmt: skip
-    (folder / f"{snippet[:-3]}.json").write_text(json.dumps({"status": status, "claims": records}))
+    (folder / "p").mkdir(parents=True, exist_ok=True)  # evidence of page p's proof
+    (folder / "p" / f"{snippet[:-3]}.json").write_text(json.dumps({"status": status, "claims": records}))
 
 
 def test_release_ranges_are_inclusive():

@@ -91,7 +91,9 @@ def test_with_evidence_a_page_shows_measured_values_and_versions(tmp_path):
                     "reports": [{"rank": 0, "measured": 1.25e-08, "control": 0.5, "op": "<=", "bound": 1e-06,
                                  "details": {}}]} for claim_id, claim in proof.claims.items()],
     }  # fmt: skip
-    (evidence_dir / "ddp_gradients_match_full_batch.json").write_text(json.dumps(fake))
+    from verify import evidence
+
+    evidence.write(fake, evidence_dir)
     result = build(tmp_path / "site", evidence_dir)
     assert result.returncode == 0, result.stdout + result.stderr
     page = text_of((tmp_path / "site" / "questions" / "data-parallelism" / "data-parallel-accuracy" / "index.html").read_text())
@@ -141,10 +143,11 @@ def test_the_committed_reference_evidence_speaks_for_the_pages_claims():
     from verify.pages import all_proofs, load_pages
     from verify.paths import REFERENCE_DIR
 
-    proofs = {f"{Path(p.snippet).stem}.json": p for p in all_proofs(load_pages()) + labs.load_labs()[0]}
-    for path in sorted(REFERENCE_DIR.glob("*.json")):
+    proofs = {evidence.path_of(p.page, p.snippet, Path()).as_posix(): p for p in all_proofs(load_pages()) + labs.load_labs()[0]}
+    assert not list(REFERENCE_DIR.glob("*.json")), "evidence is kept per page: reference-evidence/<page>/<snippet>.json"
+    for name, path in reference.evidence_files(REFERENCE_DIR).items():
         found = json.loads(path.read_text())
-        assert path.name in proofs, f"{path.name}: no page declares this proof any more"
-        assert found.get("machine"), f"{path.name}: says nothing of the machine it was measured on"
-        assert evidence.matches_claims(found, proofs[path.name].claims), f"{path.name}: predates its page's claims"
+        assert name in proofs, f"{name}: no page declares this proof any more"
+        assert found.get("machine"), f"{name}: says nothing of the machine it was measured on"
+        assert evidence.matches_claims(found, proofs[name].claims), f"{name}: predates its page's claims"
     assert all("predates" not in problem for problem in reference.check())

@@ -1,7 +1,9 @@
 """Study mode's generators (verify/website/study.py, verify/website/figures.py) on the real pages and on made-up evidence."""
 
 import json
+import re
 import textwrap
+from random import Random
 
 import pytest
 
@@ -58,7 +60,7 @@ def docs(tmp_path, monkeypatch):
     for module in (study, figures):
         monkeypatch.setattr(module, "DOCS_DIR", root)
     found = {}
-    monkeypatch.setattr(evidence, "read", lambda snippet, *_: found.get(snippet))
+    monkeypatch.setattr(evidence, "read", lambda proof, *_: found.get(proof.snippet))
 
     def write(slug, meta, body="", evidence_values=None, passed=True):
         path = root / "questions" / "sharding" / f"{slug}.md"
@@ -181,7 +183,7 @@ def test_malformed_figure_declarations_are_named(docs):
         (None, True, None, "no evidence yet"),
         ({"zero_shards_bytes": (1, 2, {})}, True, None, "passed"),
         ({"zero_shards_bytes": (1, 2, {})}, False, None, "failed"),
-        (None, True, "cuda", "skipped (requires cuda)"),
+        (None, True, "cuda", "GPU-ready, not yet run on a GPU"),
     ],
 )
 def test_proof_status(docs, values, passed, requires, expected):
@@ -215,3 +217,62 @@ def test_questions_json_carries_the_answer_and_the_page_url(docs):
     assert question["url"] == "questions/sharding/sharded/" and question["difficulty"] == "senior"
     assert question["answer_html"] == "<p>Fewer: see the other page and <code>zero</code>.</p>"
     assert question["topic_title"] == "Sharding" and question["proof"] == "no evidence yet"
+
+
+# --- the one-week plan on the home page -----------------------------------------------------------
+
+
+def site_nav() -> list:
+    import yaml
+
+    from verify.paths import ROOT
+    from verify.website import hooks
+
+    return hooks.expand_nav(yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)["nav"])
+
+
+def test_the_week_plan_reads_every_question_page_once_in_days_within_20_percent():
+    """Generated from the pages, so it holds as pages are added: each question on exactly one day, in the
+    site's order, and no day more than 20% longer to read than the shortest."""
+    ordered = study.ordered_questions(site_nav())
+    assert {page.path for page in ordered} == {page.path for page in question_pages(PAGES)}
+    days = study.week_days(ordered)
+    assert len(days) == study.PLAN_DAYS
+    assert [page.path for day in days for page in day] == [page.path for page in ordered]
+    minutes = [sum(study.reading_minutes(page) for page in day) for day in days]
+    assert max(minutes) <= 1.2 * min(minutes), [round(m) for m in minutes]
+    plan = study.week_plan(site_nav(), study.DOCS_DIR / "index.md")
+    linked = re.findall(r"\]\((questions/[^)]+\.md)\)", plan)
+    assert sorted(linked) == sorted(page.path.relative_to(study.DOCS_DIR).as_posix() for page in ordered)
+
+
+def test_the_week_plan_stays_even_with_a_third_more_pages_of_the_same_lengths():
+    random = Random(25)
+    minutes = [study.reading_minutes(page) for page in study.ordered_questions(site_nav())]
+    for _ in range(len(minutes) // 3):
+        minutes.insert(random.randrange(len(minutes) + 1), random.choice(minutes))
+    ends = study.balanced_days(minutes)
+    days = [sum(minutes[start:end]) for start, end in zip([0] + ends[:-1], ends)]
+    assert ends[-1] == len(minutes) and max(days) <= 1.2 * min(days), [round(d) for d in days]
+
+
+@pytest.mark.parametrize("minutes, days, ends", [
+    ([5, 1, 1, 1, 1, 1], 2, [1, 6]),
+    ([1] * 14, 7, [2, 4, 6, 8, 10, 12, 14]),
+    ([3, 3], 7, [1, 2]),  # fewer pages than days: one page a day
+])  # fmt: skip
+def test_balanced_days_make_the_longest_day_as_short_as_it_can_be(minutes, days, ends):
+    assert study.balanced_days(minutes, days) == ends
+
+
+def test_the_week_plan_of_made_up_pages_links_each_once_with_its_reading_time(docs):
+    words = {"short": 200, "long": 600, "mid": 400}
+    for slug, count in words.items():
+        docs(slug, f"title: The {slug} page?\ndifficulty: mid\n", "# The page\n\n" + "word " * count)
+    nav = [{"Sharding": ["questions/sharding/index.md"] + [f"questions/sharding/{slug}.md" for slug in words]}]
+    plan = study.week_plan(nav, study.DOCS_DIR / "index.md")
+    rows = [line for line in plan.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert len(rows) == 3  # three pages: three days
+    for row, slug in zip(rows, words):
+        assert row.count("](questions/sharding/") == 1 and f"{slug}.md)" in row
+    assert "| 3 min, 1 question (1 mid) |" in rows[1] and "#topic=sharding" in rows[0]

@@ -63,8 +63,8 @@ def test_the_matrix_never_counts_a_crash_or_a_missing_report_as_agreement(tmp_pa
     for status, reason, reports in [("crashed", "crashed: rank 0 raised:\nValueError: boom", []),
                                     ("finished", "no rank reported it", []), ("hung", "hung: did not finish", [])]:
         folder = tmp_path / status
-        folder.mkdir()
+        (folder / "p").mkdir(parents=True)
         claim = {"id": "old_behaviour", "passed": False, "reason": reason, "reports": reports}
-        (folder / "s.json").write_text(json.dumps({"status": status, "claims": [claim]}))
+        (folder / "p" / "s.json").write_text(json.dumps({"status": status, "claims": [claim]}))
         (row,) = judge_release("1.15.0", [proof], folder)
         assert row["verdict"] != "agrees", (status, row)

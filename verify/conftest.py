@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verify.labs import load_labs
+from verify.levels import has_evidence_markers
 from verify.pages import all_proofs, load_pages
 from verify.paths import ROOT, RUNS_DIR
 from verify.run_dirs import fresh_run_dir
@@ -38,6 +39,28 @@ def pytest_addoption(parser):
     )  # fmt: skip
 
 
+def option_problems(nproc: int, nnodes: int, memory_limit_mb: int) -> list[str]:
+    """What is wrong with the launch options, checked before anything runs: a bad value would start a
+    launch per proof, fail each, and overwrite passing evidence with those failures."""
+    problems = []
+    if nnodes < 1:
+        problems.append(f"--nnodes must be at least 1 (got {nnodes})")
+    if nproc < 1:
+        problems.append(f"--nproc must be at least 1 (got {nproc})")
+    elif nnodes >= 1 and nproc * nnodes < 2:
+        problems.append(f"--nproc {nproc} --nnodes {nnodes} is {nproc * nnodes} process in all; a distributed "
+                        "launch needs at least 2 (a proof written for another count declares `processes:`)")  # fmt: skip
+    if memory_limit_mb <= 0:
+        problems.append(f"--memory-limit-mb must be a positive number of MiB (got {memory_limit_mb})")
+    return problems
+
+
+def pytest_configure(config):
+    problems = option_problems(config.getoption("nproc"), config.getoption("nnodes"), config.getoption("memory_limit_mb"))
+    if problems:
+        raise pytest.UsageError("; ".join(problems))
+
+
 def launch_settings(config) -> LaunchSettings:
     nodes = config.getoption("nnodes")
     return LaunchSettings(
@@ -57,6 +80,14 @@ def pytest_generate_tests(metafunc):
         cases += [(lab, None) for lab in broken_labs] + [(lab, claim) for lab in lab_proofs for claim in lab.claims]
         ids = [f"{owner.page}::{claim}" if claim else f"{owner.slug}::front-matter" for owner, claim in cases]
         metafunc.parametrize("claim", cases, ids=ids)
+    if "quote_case" in metafunc.fixturenames:
+        # One test per checked quote (data/levels-spec.md), so `-k <page-slug>` checks a page's quotes too.
+        pages = [page for page in load_pages() if not page.error]
+        cases = [(page, source_id) for page in pages for source_id in page.sources]
+        metafunc.parametrize("quote_case", cases, ids=[f"{page.slug}::source::{source_id}" for page, source_id in cases])
+    if "labelled_page" in metafunc.fixturenames:
+        pages = [page for page in load_pages() if not page.error and (page.sources or has_evidence_markers(page))]
+        metafunc.parametrize("labelled_page", pages, ids=[f"{page.slug}::evidence-labels" for page in pages])
     if "mutant_case" in metafunc.fixturenames:
         # One test per (claim, mutant it names): only with --mutants, so the plain run stays fast.
         proofs = all_proofs(load_pages()) + load_labs()[0] if metafunc.config.getoption("mutants") else []

@@ -13,8 +13,12 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from verify import environment
+from verify.evidence_schema import EvidenceRecord, MatrixSummary
 from verify.judge import MutantVerdict, Verdict
-from verify.mutation import MutantError, catalogue_for
+from verify.mutation import MutantError, catalogue_for, catalogue_problems
 from verify.pages import Proof
 from verify.paths import EVIDENCE_DIR, MATRIX_DIR, REFERENCE_EVIDENCE_DIR, SNIPPETS_DIR
 from verify.runner import MEMORY_LIMIT_MB, LaunchSettings, SnippetRun
@@ -52,9 +56,16 @@ def fingerprint(proof: Proof, settings: LaunchSettings) -> str:
         "accelerate_config": file_digest(settings.config_file),
         "memory_limit_mb": settings.memory_limit_mb,
         "requires": proof.requires,
+        "environment": ranks_environment(settings),
     }  # fmt: skip
     digest.update(json.dumps(declared, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def ranks_environment(settings: LaunchSettings) -> dict:
+    """The variables of the ranks' environment that can change a result (verify/environment.py): part of
+    the fingerprint, so a run under other TORCH_*, NCCL_*, OMP_*... variables is never reused for this one."""
+    return environment.that_matters(settings.environment())
 
 
 def mutant_sources(proof: Proof) -> set:
@@ -67,7 +78,13 @@ def mutant_sources(proof: Proof) -> set:
         known = catalogue_for(proof)
     except MutantError:
         return set()  # the catalogue's own test names the problem
+    for problem in catalogue_problems(proof):  # a file that cannot be loaded: named, its mutants unknown
+        warnings.warn(problem, UnreadableMutants, stacklevel=2)
     return {known[name].source for name in names if name in known}
+
+
+class UnreadableMutants(UserWarning):
+    """A _mutants.py that raises when loaded: the proofs naming its mutants fail; nothing else does."""
 
 
 def file_digest(path: str | None) -> str | None:
@@ -111,7 +128,7 @@ def matches_code(found: dict, proof: Proof) -> bool:
 
 def reusable(proof: Proof, settings: LaunchSettings, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     """The latest evidence of this proof if nothing it depends on has changed since, and every claim held."""
-    found = read(proof.snippet, evidence_dir) if proof.path.exists() else None
+    found = read(proof, evidence_dir) if proof.path.exists() else None
     if not found or found.get("fingerprint") != fingerprint(proof, settings):
         return None
     return found if all(as_declared(claim) for claim in found["claims"]) else None
@@ -141,7 +158,7 @@ def mutants_section(mutant_verdicts: list) -> list:
 def reused_mutant_verdicts(proof: Proof, names: list, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
     """The recorded mutant verdicts of this proof if each named mutant was caught in its latest evidence."""
 
-    found = read(proof.snippet, evidence_dir) if names and proof.path.exists() else None
+    found = read(proof, evidence_dir) if names and proof.path.exists() else None
     if not names:
         return {}
     recorded = {entry["mutant"]: entry for entry in (found or {}).get("mutants") or []}
@@ -173,7 +190,7 @@ def record(
     if mutant_verdicts is not None:
         mutants = mutants_section(mutant_verdicts)
     else:
-        before = read(proof.snippet, evidence_dir) if evidence_dir is not None else None
+        before = read(proof, evidence_dir) if evidence_dir is not None else None
         mutants = (before or {}).get("mutants") if (before or {}).get("fingerprint") == current else None
     found = {
         "page": proof.page,
@@ -190,6 +207,7 @@ def record(
             "extra_args": list(settings.extra_args),
             "memory_limit_mb": settings.memory_limit_mb,
         },
+        "environment": ranks_environment(settings),
         "world_size": len(ranks),
         "backend": first.get("backend"),
         "device_per_rank": {rank: (state or {}).get("device") for rank, state in states.items()},
@@ -223,26 +241,45 @@ class UnreadableEvidence(UserWarning):
     """An evidence file that is not a whole evidence record (truncated, not JSON): treated as missing."""
 
 
+def path_of(page: str, snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> Path:
+    """Where the evidence of page `page`'s proof by `snippet` lives: one file per (page, snippet), so two
+    pages naming one snippet (or a lab and a snippet of the same stem) each keep their own."""
+    return evidence_dir / page / f"{Path(snippet).stem}.json"
+
+
 def write(evidence: dict, evidence_dir: Path = EVIDENCE_DIR) -> Path:
     """Written whole or not at all: a temporary file beside it, then a rename (atomic on one file system),
-    so an interrupted run or a reader at the wrong moment never meets half a file."""
-    evidence_dir.mkdir(parents=True, exist_ok=True)
-    path = evidence_dir / f"{Path(evidence['snippet']).stem}.json"
+    so an interrupted run or a reader at the wrong moment never meets half a file. Readable by all, as a
+    plain `open()` would leave it (the temporary file is created 0600)."""
+    path = path_of(evidence["page"], evidence["snippet"], evidence_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(evidence, indent=1, ensure_ascii=False)
-    with tempfile.NamedTemporaryFile("w", dir=evidence_dir, prefix=f".{path.name}.", delete=False) as temporary:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as temporary:
         temporary.write(text)
+    os.chmod(temporary.name, 0o666 & ~current_umask())
     os.replace(temporary.name, path)
     return path
 
 
-def read_json(path: Path, what: str = "evidence") -> dict | None:
-    """The record in this file; None, with a warning naming the file, when it is missing or unreadable."""
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def read_json(path: Path, what: str = "evidence", model=EvidenceRecord) -> dict | None:
+    """The record in this file; None, with a warning naming the file, when it is missing, unreadable, or
+    not of the shape `model` describes (a hand edit, or a file of an older or newer harness)."""
     if not path.exists():
         return None
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(found, dict) or not isinstance(found.get("claims"), list):
-            raise ValueError("no list of claims in it")
+        model.model_validate(found)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, item['loc'])) or 'record'}: {item['msg']}" for item in error.errors()[:3])
+        warnings.warn(f"{path}: unreadable {what} (not the shape of one: {problems}); treated as missing, "
+                      "its proof runs again", UnreadableEvidence, stacklevel=2)  # fmt: skip
+        return None
     except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         warnings.warn(f"{path}: unreadable {what} ({error}); treated as missing, its proof runs again",
                       UnreadableEvidence, stacklevel=2)  # fmt: skip
@@ -250,34 +287,41 @@ def read_json(path: Path, what: str = "evidence") -> dict | None:
     return found
 
 
-def read(snippet: str, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
-    return read_json(evidence_dir / f"{Path(snippet).stem}.json")
+def read(proof: Proof, evidence_dir: Path = EVIDENCE_DIR) -> dict | None:
+    """The latest evidence of this page's proof (another page naming the same snippet has its own)."""
+    return read_json(path_of(proof.page, proof.snippet, evidence_dir))
 
 
-def shown(snippet: str, evidence_dir: Path | None = None, reference_dir: Path | None = None) -> dict | None:
-    """What the site shows for a snippet: this machine's evidence, else the committed reference evidence
+def shown(proof: Proof, evidence_dir: Path | None = None, reference_dir: Path | None = None) -> dict | None:
+    """What the site shows for a proof: this machine's evidence, else the committed reference evidence
     (marked `"reference": True`; it names its machine). Only the site reads the reference set."""
-    found = read(snippet, evidence_dir or EVIDENCE_DIR)
+    found = read(proof, evidence_dir or EVIDENCE_DIR)
     if found is not None:
         return found
-    found = read(snippet, reference_dir or REFERENCE_EVIDENCE_DIR)
+    found = read(proof, reference_dir or REFERENCE_EVIDENCE_DIR)
     return {**found, "reference": True} if found is not None else None
 
 
-def current(snippet: str, declared: dict) -> dict | None:
-    """What the site shows for a snippet, or None when there is none or it predates the page's claims."""
-    found = shown(snippet)
-    return found if found and matches_claims(found, declared) else None
+def current(proof: Proof) -> dict | None:
+    """What the site shows for a proof, or None when there is none or it predates the page's claims."""
+    found = shown(proof)
+    return found if found and matches_claims(found, proof.claims) else None
 
 
-def across_releases(snippet: str, matrix_dir: Path | None = None) -> dict[str, list[dict]]:
-    """release -> this snippet's claim rows from `python -m verify.matrix`, oldest release first."""
-    from packaging.version import Version
+def across_releases(proof: Proof, matrix_dir: Path | None = None) -> dict[str, list[dict]]:
+    """release -> this proof's claim rows from `python -m verify.matrix`, oldest release first. A folder
+    that is not named after a release (a backup copy, a stray folder) is skipped with a warning."""
+    from packaging.version import InvalidVersion, Version
 
     found = {}
     for summary in (matrix_dir or MATRIX_DIR).glob("*/matrix.json"):
-        rows = [row for row in (read_json(summary, "matrix summary") or {"claims": []})["claims"]
-                if row.get("snippet") == snippet]  # fmt: skip
+        try:
+            Version(summary.parent.name)
+        except InvalidVersion:
+            warnings.warn(f"{summary.parent}: not a release number; skipped", UnreadableEvidence, stacklevel=2)
+            continue
+        rows = [row for row in (read_json(summary, "matrix summary", MatrixSummary) or {"claims": []})["claims"]
+                if row.get("snippet") == proof.snippet and row.get("page", proof.page) == proof.page]  # fmt: skip
         if rows:
             found[summary.parent.name] = rows
     return dict(sorted(found.items(), key=lambda item: Version(item[0])))

@@ -78,6 +78,14 @@ def run_problems(proof: Proof, run: SnippetRun | None, settings: LaunchSettings)
     return problems
 
 
+def not_measured(record: dict) -> str | None:
+    """'the control measured nothing (None)' and the like: a record without both measurements of the
+    bound's kind, which no comparison may turn into a verdict either way."""
+    problems = [f"the {what} {why}" for what, key in (("measurement", "measured"), ("control", "control"))
+                if (why := _claims.not_measured(record[key], record["op"], record["bound"]))]  # fmt: skip
+    return "; ".join(problems) or None
+
+
 def judge(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> list[Verdict]:
     problems = run_problems(proof, run, settings)
     verdicts = []
@@ -94,6 +102,10 @@ def judge(proof: Proof, run: SnippetRun | None, settings: LaunchSettings) -> lis
         for record in sorted(reports, key=lambda r: r["rank"]):
             passed, holds, control_holds = _claims.verdict(record)
             relation = f"{record['op']} {record['bound']}"
+            unmeasured = not_measured(record)
+            if unmeasured:  # a verdict needs two measurements of the bound's kind, from the same run
+                failures.append(f"rank {record['rank']}: not measured: {unmeasured}")
+                continue
             if not holds:
                 failures.append(f"rank {record['rank']}: measured {record['measured']}, expected {relation}")
             if control_holds:
@@ -130,6 +142,7 @@ class Results:
 
 
 ONLY_THE_CONTROL_MOVED = "the measured value still held; only the control met the bound"
+CONTROL_MEASURED_NOTHING = "the measured value still held; the control measured nothing under the mutant"
 
 
 def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchSettings) -> MutantVerdict:
@@ -164,13 +177,16 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
         measured_missed = any(not holds for _, holds, _ in outcomes)
         # A mutant of breaks_when must move the measured value itself; only one of breaks_control_when
         # (a wrong answer about the world without the mechanism) may fail the claim through its control.
-        killed = measured_missed or (failed and mutant.name in proof.claims[claim].through_control)
+        control_met = any(control_holds for _, _, control_holds in outcomes)
+        killed = measured_missed or (control_met and mutant.name in proof.claims[claim].through_control)
         if not failed:
             how = "still held"
         elif measured_missed:
             how = "measured missed the bound"
         elif killed:
             how = "the control met the bound"
+        elif not control_met:  # the control measured nothing under the mutant: no catch either way
+            how = CONTROL_MEASURED_NOTHING
         else:
             how = ONLY_THE_CONTROL_MOVED
         claims[claim] = {

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verify import evidence, reaper, schema
+from verify import environment, evidence, reaper, schema
 from verify import mutation
 from verify.judge import MutantVerdict, Results, Verdict, judge, judge_mutant
 from verify.paths import EXECUTED_LABS_DIR, LABS_DIR, ROOT, RUNS_DIR, SNIPPETS_DIR
@@ -28,8 +28,6 @@ from verify.pages import DEFAULT_TIMEOUT_S, Page, PageError, Proof, claim_from, 
 from verify.runner import LaunchSettings, RankOutcome, SnippetRun, kill_processes
 
 EXECUTED_DIR = EXECUTED_LABS_DIR
-SCRUB = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK",
-         "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "PROOF_REPORT_FILE")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def lab_settings(proof: Proof) -> LaunchSettings:
 
 def lab_header(path: Path) -> tuple[str | None, int]:
     """The YAML of the jupytext header ('# ---' to '# ---', comment marks removed) and its first line."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
     if not lines or lines[0].strip() != "# ---":
         return None, 1
     end = next((n for n in range(1, len(lines)) if lines[n].strip() == "# ---"), len(lines))
@@ -88,7 +86,7 @@ def load_labs(labs_dir: Path = LABS_DIR) -> tuple[list[LabProof], list[Page]]:
 
 
 def kernel_environment(report_file: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in SCRUB and not k.startswith(("TORCHELASTIC_", "ACCELERATE_"))}
+    env = environment.scrubbed(os.environ)
     env["PROOF_REPORT_FILE"] = report_file
     env["PYTHONPATH"] = os.pathsep.join([str(SNIPPETS_DIR), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -302,7 +300,9 @@ def verify_labs(
                 if name not in known:
                     mutant_verdicts.append(MutantVerdict(proof.page, proof.snippet, name, "", "not_run",
                                                          f"lab {proof.snippet}: no snippets/*/_mutants.py defines "
-                                                         f"a mutant named {name!r}", [], {}))  # fmt: skip
+                                                         f"a mutant named {name!r}" + "".join(
+                                                             f"; {problem}" for problem in
+                                                             mutation.catalogue_problems(proof)), [], {}))  # fmt: skip
                     continue
                 mutant_run = run_lab_retrying_a_stuck_kernel(proof, work_dir / f"{proof.name}@{name}", None, known[name])
                 mutant_verdicts.append(judge_mutant(proof, known[name], mutant_run, settings))

@@ -3,6 +3,13 @@
     python -m verify.matrix 0.17.1 0.27.2 0.34.2 1.0.1 1.15.0        # the proofs with version statements
     python -m verify.matrix --all 0.34.2 1.15.0                       # every proof, each release
     python -m verify.matrix --all 0.34.2 -k gradient-accumulation     # one page
+    python -m verify.matrix --edges                                   # every range, at both of its edges
+
+`--edges` runs each version-ranged claim on the release at each edge of its range and on the release just
+outside it (`since: 0.23.0`: on 0.23.0 and on 0.22.0; `until: 1.8.1`: on 1.8.1 and on 1.9.0), taking the
+neighbours from data/accelerate-releases.txt, each release running only the proofs with an edge there.
+It prints one line per claim and edge; an edge that could not be run (the release does not install or
+start here) is "unchecked", never agreement, and fails the run like a mismatch.
 
 By default it runs the proofs that make a version statement (a claim with `since:` or `until:`);
 `--all` runs every proof. Each release is installed once, without dependencies, into `.verify/releases/accelerate-X` (torch stays
@@ -34,6 +41,8 @@ from verify.evidence import read as read_evidence
 from verify.pages import Claim
 from verify.paths import MATRIX_DIR, RELEASES_DIR, ROOT, RUNS_DIR
 
+RELEASE_LIST = ROOT / "data" / "accelerate-releases.txt"
+
 # A crash with one of these means the proof uses an API the release does not have.
 MISSING_API = re.compile(r"^(ImportError|ModuleNotFoundError|AttributeError|TypeError: .*unexpected keyword)", re.M)
 
@@ -48,14 +57,15 @@ def release_dir(release: str) -> Path | None:
         return None
     target = RELEASES_DIR / f"accelerate-{release}"
     if not (target / "accelerate").is_dir():
-        wanted = [f"accelerate=={release}"]
-        if Version(release) < Version("0.20"):
-            wanted.append("setuptools<81")  # those releases import pkg_resources, gone from setuptools 81
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), *wanted],
-            check=True,
-        )
+        pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
+        subprocess.run([*pip, f"accelerate=={release}"], check=True)
+        if imports_pkg_resources(target / "accelerate"):  # gone from setuptools 81; such releases need an older one
+            subprocess.run([*pip, "--upgrade", "setuptools<81"], check=True)
     return target
+
+
+def imports_pkg_resources(package: Path) -> bool:
+    return any("import pkg_resources" in path.read_text(errors="replace") for path in package.rglob("*.py"))
 
 
 def in_range(release: str, since: str | None, until: str | None) -> bool:
@@ -82,7 +92,7 @@ def judge_release(release: str, proofs: list, evidence_dir: Path) -> list[dict]:
     """One row per claim: its outcome on this release and whether that agrees with its declared range."""
     rows = []
     for proof in proofs:
-        evidence = read_evidence(proof.snippet, evidence_dir)  # unreadable: as if not run, with a warning
+        evidence = read_evidence(proof, evidence_dir)  # unreadable: as if not run, with a warning
         for claim_id, claim in proof.claims.items():
             recorded = next((c for c in (evidence or {}).get("claims", []) if c["id"] == claim_id), None)
             result = outcome(recorded, evidence) if recorded else "not run"
@@ -131,9 +141,77 @@ def run_release(release: str, selection: str | None, nproc: int, pinned: bool, e
     (MATRIX_DIR / release / "matrix.json").write_text(json.dumps({"release": release, "claims": rows}, indent=1))
 
 
+def known_releases() -> list[str]:
+    lines = (line.strip() for line in RELEASE_LIST.read_text().splitlines())
+    return sorted((line for line in lines if line and not line.startswith("#")), key=Version)
+
+
+def claim_edges(since: str | None, until: str | None, releases: list[str]) -> list[tuple[str, bool]]:
+    """(release, inside the range) for each edge of a range and the release just outside it; an edge
+    with no release beyond it (a range that reaches the first or the newest release) has none."""
+    edges = []
+    ordered = [Version(release) for release in releases]
+    if since is not None:
+        edges.append((since, True))
+        before = [release for release, version in zip(releases, ordered) if version < Version(since)]
+        if before:
+            edges.append((before[-1], False))
+    if until is not None:
+        edges.append((until, True))
+        after = [release for release, version in zip(releases, ordered) if version > Version(until)]
+        if after:
+            edges.append((after[0], False))
+    return edges
+
+
+def edge_plan(selection: str | None) -> dict[str, list]:
+    """release -> the ranged proofs that have an edge on it, and the (proof, claim, inside) to judge there."""
+    from verify.pages import all_proofs, load_pages
+
+    releases = known_releases()
+    plan: dict[str, list] = {}
+    for proof in all_proofs(load_pages()):
+        if selection and not re.search(selection, f"{proof.page} {proof.snippet}"):
+            continue
+        for claim_id, claim in proof.claims.items():
+            if claim.since is None and claim.until is None:
+                continue
+            for release, inside in claim_edges(claim.since, claim.until, releases):
+                plan.setdefault(release, []).append((proof, claim_id, inside))
+    return dict(sorted(plan.items(), key=lambda item: Version(item[0])))
+
+
+def edge_report(plan: dict[str, list], broken_releases: dict[str, str]) -> list[str]:
+    """One line per claim and edge; returns the lines that are not agreement (mismatch or unchecked)."""
+    bad = []
+    for release, entries in plan.items():
+        summary = MATRIX_DIR / release / "matrix.json"
+        rows = {} if release in broken_releases or not summary.exists() else {
+            (row["page"], row["snippet"], row["claim"]): row for row in json.loads(summary.read_text())["claims"]
+        }  # fmt: skip
+        for proof, claim_id, inside in entries:
+            row = rows.get((proof.page, proof.snippet, claim_id))
+            side = "inside" if inside else "just outside"
+            if row is None:
+                why = broken_releases.get(release, "no result recorded")
+                line = f"UNCHECKED {proof.page}::{claim_id} on {release} ({side} its range): {why}"
+            elif row["verdict"] == "agrees":
+                print(f"  edge ok   {proof.page}::{claim_id} on {release} ({side} its range): {row['outcome']}")
+                continue
+            else:
+                line = f"MISMATCH  {proof.page}::{claim_id} on {release} ({side} its range): {row['verdict']}"
+            print(f"  {line}")
+            bad.append(line)
+    return bad
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("releases", nargs="+", help="Accelerate releases, e.g. 0.17.1 1.0.1 1.15.0")
+    parser.add_argument("releases", nargs="*", help="Accelerate releases, e.g. 0.17.1 1.0.1 1.15.0")
+    parser.add_argument(
+        "--edges", action="store_true",
+        help="also run every version-ranged claim at each edge of its range and just outside it",
+    )  # fmt: skip
     parser.add_argument("-k", dest="selection", help="a regular expression on 'page snippet'")
     parser.add_argument(
         "--all", dest="everything", action="store_true",
@@ -151,20 +229,36 @@ def main(argv=None) -> int:
     not_releases = [release for release in args.releases if not is_release(release)]
     if not_releases:  # checked before anything runs: a typo must not cost the releases before it
         parser.error(f"not release numbers: {', '.join(not_releases)} (e.g. 1.15.0)")
+    if not args.releases and not args.edges:
+        parser.error("name at least one release, or --edges")
+    if args.selection is not None:
+        try:
+            re.compile(args.selection)
+        except re.error as error:  # the children would each die on it, after their release was installed
+            parser.error(f"-k {args.selection!r} is not a regular expression: {error}")
 
-    failures, broken = 0, []
-    for release in args.releases:
+    plan = edge_plan(args.selection) if args.edges else {}
+    # each edge release runs only the proofs with an edge on it; a release also named plainly runs as asked
+    selections = {release: args.selection for release in args.releases}
+    for release, entries in plan.items():
+        if release not in selections:
+            snippets = sorted({re.escape(proof.snippet) for proof, _, _ in entries})
+            selections[release] = "|".join(snippets)
+
+    failures, broken, broken_releases = 0, [], {}
+    for release, selection in selections.items():
         try:
             folder = release_dir(release)
         except subprocess.CalledProcessError as error:
             broken.append(f"accelerate {release}: could not be installed ({error})")
+            broken_releases[release] = "the release could not be installed"
             continue
         env = dict(os.environ)
         if folder is not None:
             env["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         command = [sys.executable, "-m", "verify.matrix", release, "--run-release", "--nproc", str(args.nproc)]
-        if args.selection:
-            command += ["-k", args.selection]
+        if selection:
+            command += ["-k", selection]
         if folder is None:
             command.append("--pinned")
         if args.everything:
@@ -177,6 +271,7 @@ def main(argv=None) -> int:
             break
         if finished != 0 or not summary.exists():  # one failing release does not stop the others
             broken.append(f"accelerate {release}: its run failed (exit code {finished}); see the output above")
+            broken_releases[release] = f"its run failed (exit code {finished})"
             continue
         rows = json.loads(summary.read_text())["claims"]
         counts = {kind: sum(row["outcome"] == kind for row in rows) for kind in ("holds", "fails", "cannot run")}
@@ -190,11 +285,17 @@ def main(argv=None) -> int:
             print(f"  MISMATCH {row['page']}::{row['claim']} ({row['snippet']}, since {row['since']}, "
                   f"until {row['until']}): {row['verdict']}")  # fmt: skip
         failures += len(wrong)
+    edge_problems = []
+    if plan:
+        edges = sum(len(entries) for entries in plan.values())
+        print(f"Range edges: {edges} (claim, release) pairs on {len(plan)} releases")
+        edge_problems = edge_report(plan, broken_releases)
+        print(f"Range edges: {edges - len(edge_problems)} of {edges} agree; {len(edge_problems)} mismatch or unchecked")
     if broken:
-        print(f"{len(broken)} of {len(args.releases)} release(s) did not run to the end:")
+        print(f"{len(broken)} of {len(selections)} release(s) did not run to the end:")
         for line in broken:
             print(f"  {line}")
-    return 1 if failures or broken else 0
+    return 1 if failures or broken or edge_problems else 0
 
 
 def run_child(command: list, env: dict) -> tuple[int, bool]:

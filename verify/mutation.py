@@ -67,7 +67,11 @@ def _load_module(path: Path):
 
 def mutants_in(path: Path) -> dict[str, Mutant]:
     found = {}
-    for value in vars(_load_module(path)).values():
+    try:
+        module = _load_module(path)
+    except Exception as error:  # noqa: BLE001  a syntax or import error of one file, named, not a crash
+        raise MutantError(f"{path}: cannot be loaded: {type(error).__name__}: {error}") from error
+    for value in vars(module).values():
         if callable(value) and hasattr(value, "mutant"):
             name, describes = value.mutant
             if name in found:
@@ -79,20 +83,35 @@ def mutants_in(path: Path) -> dict[str, Mutant]:
 
 
 @functools.lru_cache(maxsize=None)
-def _catalogue(snippets_dir: Path, _versions: tuple) -> dict[str, Mutant]:
+def _catalogue(snippets_dir: Path, _versions: tuple) -> tuple[dict[str, Mutant], tuple[str, ...]]:
     found: dict[str, Mutant] = {}
+    problems = []
     for path in sorted(snippets_dir.glob(f"*/{MUTANTS_FILE}")):
-        for name, one in mutants_in(path).items():
+        try:
+            mutants = mutants_in(path)
+        except MutantError as error:  # this file's mutants are unknown; every other file's still count
+            problems.append(str(error))
+            continue
+        for name, one in mutants.items():
             if name in found:
                 raise MutantError(f"mutant {name!r} is defined in both {found[name].source} and {path}")
             found[name] = one
-    return found
+    return found, tuple(problems)
+
+
+def _versions(snippets_dir: Path) -> tuple:
+    return tuple((str(path), path.stat().st_mtime_ns) for path in sorted(snippets_dir.glob(f"*/{MUTANTS_FILE}")))
 
 
 def catalogue(snippets_dir: Path = SNIPPETS_DIR) -> dict[str, Mutant]:
-    """Every mutant under snippets/*/_mutants.py, by name (names are unique across topics)."""
-    files = sorted(snippets_dir.glob(f"*/{MUTANTS_FILE}"))
-    return _catalogue(snippets_dir, tuple((str(path), path.stat().st_mtime_ns) for path in files))
+    """Every mutant under snippets/*/_mutants.py, by name (names are unique across topics); a file that
+    cannot be loaded adds none (see `problems`)."""
+    return _catalogue(snippets_dir, _versions(snippets_dir))[0]
+
+
+def problems(snippets_dir: Path = SNIPPETS_DIR) -> list[str]:
+    """'FILE: cannot be loaded: ...' for each _mutants.py that raises when loaded."""
+    return list(_catalogue(snippets_dir, _versions(snippets_dir))[1])
 
 
 class Patch:
@@ -188,6 +207,14 @@ def apply(name: str, source: str) -> Patch:
 def named_mutants(proof) -> list[str]:
     """The mutants a proof's claims name, in the order they first appear."""
     return list(dict.fromkeys(name for claim in proof.claims.values() for name in claim.breaks_when))
+
+
+def catalogue_problems(proof) -> list[str]:
+    """The problems of the catalogues `catalogue_for(proof)` reads."""
+    found = problems(SNIPPETS_DIR)
+    if Path(proof.snippets_dir).resolve() != SNIPPETS_DIR.resolve():
+        found += problems(Path(proof.snippets_dir))
+    return found
 
 
 def catalogue_for(proof) -> dict[str, Mutant]:

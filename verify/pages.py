@@ -23,6 +23,23 @@ DIFFICULTIES = schema.DIFFICULTIES
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: the site reads every page often
 
 
+class UniqueKeyLoader(SAFE_LOADER):
+    """PyYAML keeps the last of two equal keys: a claim declared twice would lose its first definition
+    without a word. This loader refuses the page instead, naming both lines."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in seen and key != "<<":
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} declared twice (lines {seen[key] + 1} and {key_node.start_mark.line + 1})",
+                    key_node.start_mark,
+                )  # fmt: skip
+            seen.setdefault(key, key_node.start_mark.line)
+        return super().construct_mapping(node, deep)
+
+
 class PageError(ValueError):
     """A page whose front matter cannot be used; it fails alone, naming its file (and line)."""
 
@@ -36,6 +53,8 @@ class Claim:
     breaks_when: tuple = ()  # every mutant that must make it fail (MUTANTS-SPEC.md)
     through_control: tuple = ()  # those of them allowed to make it fail by its control alone
     no_mutant: str | None = None  # why no mutant can break it
+    level: str | None = None  # "modelled" for a model run on CPU; None: measured (data/levels-spec.md)
+    omits: tuple = ()  # the arguments its run leaves at their defaults (verify/website/prose.py)
 
     def holds_on(self, release: str) -> bool:
         """Whether this claim says it holds on this Accelerate release."""
@@ -103,6 +122,11 @@ class Page:
         return self.meta.get("handout_errors") or []
 
     @property
+    def sources(self) -> dict:
+        """Checked quotes, source id -> {quote, in, backs} (validated by verify/schema.py)."""
+        return self.meta.get("sources") or {}
+
+    @property
     def claim_ids(self) -> list[str]:
         return [claim for proof in self.proofs for claim in proof.claims]
 
@@ -116,7 +140,7 @@ def find_snippet(name: str, snippets_dir: Path = SNIPPETS_DIR) -> Path:
 
 def header_text(path: Path) -> str | None:
     """The YAML between the opening '---' and the closing one; its line 0 is the file's line 1."""
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")  # as mkdocs reads it: a byte-order mark must not hide the proofs
     if not text.startswith("---"):
         return None
     parts = text.split("\n---", 1)
@@ -130,7 +154,7 @@ def front_matter(path: Path) -> dict:
     if header is None:
         return {}
     try:
-        meta = yaml.load(header, Loader=SAFE_LOADER)
+        meta = yaml.load(header, Loader=UniqueKeyLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)  # the header starts on line 1, as in the file
@@ -154,13 +178,16 @@ def claim_from(entry: schema.ClaimEntry) -> Claim:
     return Claim(
         says=entry.says, control=entry.control, since=entry.since, until=entry.until,
         breaks_when=tuple(entry.breaks_when or ()) + tuple(entry.breaks_control_when or ()),
-        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant,
+        through_control=tuple(entry.breaks_control_when or ()), no_mutant=entry.no_mutant, level=entry.level,
+        omits=tuple(entry.omits or ()),
     )  # fmt: skip
 
 
 def parse_proofs(path: Path, meta: schema.PageMeta, snippets_dir: Path) -> tuple:
     proofs, seen = [], {}
     for entry in meta.proofs or []:
+        if any(proof.snippet == entry.snippet for proof in proofs):  # its evidence is kept per page and snippet
+            raise PageError(f"{path}: snippet {entry.snippet} is named by two proofs; declare its claims in one")
         for claim_id in entry.claims:
             if claim_id in seen:  # verdicts are per snippet, but a reader and `-k` name a claim by its id
                 raise PageError(

@@ -16,6 +16,8 @@ DOCS_DIR = ROOT / "docs"
 SNIPPETS_DIR = ROOT / "snippets"
 LABS_DIR = DOCS_DIR / "labs"
 LEDGER_FILE = ROOT / "data" / "question-ledger.yaml"
+EXCERPTS_DIR = ROOT / "data" / "excerpts"  # dated excerpts of sources that are not installed (data/levels-spec.md)
+LEVELS_BACKLOG = ROOT / "data" / "levels-backlog.txt"  # pages whose Mechanism is not yet labelled; only shrinks
 # Evidence measured on a reference machine and committed, shown by the site where this machine has none yet
 # (refreshed from EVIDENCE_DIR by `python -m verify.website.reference`).
 REFERENCE_DIR = ROOT / "reference-evidence"

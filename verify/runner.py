@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from verify import reaper
+from verify import environment, reaper
 from verify.reaper import kill_groups
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -79,9 +79,7 @@ class LaunchSettings:
         return args + list(self.extra_args)
 
     def environment(self) -> dict:
-        env = dict(os.environ)
-        for inherited in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-            env.pop(inherited, None)
+        env = environment.scrubbed(os.environ)  # no inherited rank identity nor Accelerate defaults
         if self.use_cpu:
             env["ACCELERATE_USE_CPU"] = "true"  # what makes `--multi_gpu` ranks use gloo on the CPU
         env.setdefault("OMP_NUM_THREADS", "1")  # 2 ranks on 2 cores: more threads only fight each other

@@ -8,6 +8,7 @@ the YAML nodes).
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Annotated, Literal, Optional
 
@@ -21,6 +22,11 @@ CLAIM_ID = re.compile(r"[a-z0-9_]+")
 # A snippet is a plain file name inside snippets/ (no folder, no `..`, no glob characters).
 SNIPPET_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.py$"
 MUTANT_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"  # lower-case-with-dashes (MUTANTS-SPEC.md)
+# A source id is a `-k` word and an HTML anchor like a claim id, but must start with a letter.
+SOURCE_ID = re.compile(r"[a-z][a-z0-9_]*")
+# Where a checked quote is (data/levels-spec.md): a dated excerpt in data/excerpts/, or an installed package's
+# file by its path under site-packages (relative, no `..`, no backslashes).
+SOURCE_IN = r"^(excerpt:[a-z0-9][a-z0-9._-]*|installed:[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*)$"
 
 
 def _release(value: str) -> str:
@@ -56,6 +62,8 @@ class ClaimEntry(Strict):
     # evidence level (data/levels-spec.md): a claim runs a measurement unless it declares a model;
     # a claim in a `requires: cuda` proof is GPU-ready whatever it declares here
     level: Optional[Literal["measured", "modelled"]] = None
+    # the arguments this claim's run leaves out, so that it reads their defaults (verify/website/prose.py)
+    omits: Optional[Annotated[list[StrictStr], Field(min_length=1)]] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -72,6 +80,12 @@ class ClaimEntry(Strict):
             raise ValueError(f"mutant(s) {twice} named in both breaks_when and breaks_control_when")
         return self
 
+    @model_validator(mode="after")
+    def a_range_with_releases_in_it(self):
+        if self.since and self.until and Version(self.since) > Version(self.until):
+            raise ValueError(f"since {self.since} is later than until {self.until}: the claim could hold on no release")
+        return self
+
 
 def _claim_ids(claims: dict) -> dict:
     bad = [claim_id for claim_id in claims if not CLAIM_ID.fullmatch(claim_id)]
@@ -81,6 +95,46 @@ def _claim_ids(claims: dict) -> dict:
 
 
 Claims = Annotated[dict[StrictStr, ClaimEntry], Field(min_length=1), AfterValidator(_claim_ids)]
+
+
+def _source_in(value: str) -> str:
+    if not re.fullmatch(SOURCE_IN, value):
+        raise ValueError(f"{value!r} is neither excerpt:NAME (data/excerpts/NAME.md) nor installed:PATH (a file "
+                         "under site-packages, e.g. installed:torch/distributed/distributed_c10d.py)")
+    return value
+
+
+class SourceEntry(Strict):
+    """A checked quote (evidence level "sourced"): its exact words, where they are, and what they back."""
+
+    quote: Annotated[StrictStr, Field(min_length=1)]
+    in_: Annotated[StrictStr, Field(alias="in"), AfterValidator(_source_in)]
+    backs: Annotated[StrictStr, Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def words_to_find(self):
+        if not " ".join(self.quote.replace("...", " ").replace("\u2026", " ").split()):
+            raise ValueError("a quote must have words to find, not only '...'")
+        return self
+
+
+def _source_ids(sources: dict) -> dict:
+    bad = [source_id for source_id in sources if not SOURCE_ID.fullmatch(source_id)]
+    if bad:
+        raise ValueError(f"source id(s) {bad} must be lower_snake: a letter, then lower-case letters, digits, underscores")
+    return sources
+
+
+Sources = Annotated[dict[StrictStr, SourceEntry], AfterValidator(_source_ids)]
+
+
+class ExcerptMeta(Strict):
+    """The front matter of data/excerpts/<name>.md: a source that is not installed, pinned and dated."""
+
+    title: Annotated[StrictStr, Field(min_length=1)]
+    url: Annotated[StrictStr, Field(pattern=r"^https?://\S+$")]
+    at: Annotated[StrictStr, Field(min_length=1)]  # a tag, a commit, or a paper's arXiv id, version and section
+    retrieved: Annotated[datetime.date, Field(strict=False)]  # 2026-12-01, quoted or not
 
 
 class ProofEntry(Strict):
@@ -111,7 +165,7 @@ class PageMeta(Strict):
     key_facts: Optional[list[dict]] = None  # checked by verify/website/study.py
     handout_errors: Optional[list[dict]] = None  # checked by the errata table (verify/website/hooks.py)
     figures: Optional[list] = None  # checked by verify/website/figures.py, with the page's claim ids
-    sources: Optional[dict] = None  # checked quotes (evidence level "sourced", data/levels-spec.md)
+    sources: Optional[Sources] = None  # checked quotes (evidence level "sourced", data/levels-spec.md)
     proofs: Optional[list[ProofEntry]] = None
     # mkdocs-material's own page settings
     hide: Optional[list[StrictStr]] = None

@@ -129,8 +129,10 @@ def verify(
 
 def unknown_mutant(proof: Proof, name: str) -> MutantVerdict:
     where = f"page {proof.page}, snippet {proof.snippet}, mutant {name}"
+    unloadable = "".join(f"; {problem}" for problem in mutation.catalogue_problems(proof))
     return MutantVerdict(proof.page, proof.snippet, name, "", "not_run",
-                         f"{where}: no snippets/*/{mutation.MUTANTS_FILE} defines a mutant of that name", [], {})  # fmt: skip
+                         f"{where}: no snippets/*/{mutation.MUTANTS_FILE} defines a mutant of that name{unloadable}",
+                         [], {})  # fmt: skip
 
 
 def verify_all(

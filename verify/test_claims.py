@@ -40,3 +40,12 @@ def test_mutant(mutant_case, mutant_verdicts, settings):
     assert verdict.status in ("killed", "survived", "not_reported"), verdict.reason
     found = verdict.claims.get(claim_id, {})
     assert found.get("killed"), f"{verdict.reason}\nclaim {claim_id}: {found.get('how', 'not judged')}"
+
+
+def test_mutant_catalogue():
+    """Every snippets/*/_mutants.py loads: one that raises fails here, by name, and in --mutants the proofs
+    naming its mutants; every other proof runs and is judged as usual."""
+    from verify import mutation
+
+    problems = mutation.problems()
+    assert not problems, "\n".join(problems)

@@ -23,10 +23,77 @@
     }
     return memory || normalise({});
   }
+  // Whatever was saved (by an older version of this page, or edited by hand) comes back in the shape the
+  // page draws: anything malformed is dropped rather than allowed to break the page.
   function normalise(state) {
-    state.session = state.session || 0;
-    state.cards = state.cards || {};
+    function isObject(value) {
+      return !!value && typeof value === "object" && !Array.isArray(value);
+    }
+    function isCount(value) {
+      return typeof value === "number" && isFinite(value) && value >= 0;
+    }
+    function isGrade(value) {
+      return GRADES.some(function (g) { return g.id === value; });
+    }
+    if (!isObject(state)) state = {};
+    if (!isCount(state.session)) state.session = 0;
+    var cards = isObject(state.cards) ? state.cards : {};
+    state.cards = {};
+    Object.keys(cards).forEach(function (id) {
+      var card = cards[id];
+      if (isObject(card) && card.box >= 1 && card.box <= INTERVALS.length && isCount(card.last) && isGrade(card.grade))
+        state.cards[id] = card;
+    });
+    var last = state.last;
+    if (!isObject(last) || !Array.isArray(last.results) || !isCount(last.asked)) delete state.last;
+    else last.results = last.results.filter(function (r) { return isObject(r) && typeof r.id === "string" && isGrade(r.grade); });
+    var current = state.current;
+    if (!isObject(current) || !Array.isArray(current.queue) || !isCount(current.index) || !isObject(current.grades) ||
+        !isCount(current.seconds) || !isCount(current.session)) delete state.current;
+    if (state.undo && (!isObject(state.undo) || !isObject(state.undo.cards))) delete state.undo;
+    if (state.setup && !isObject(state.setup)) delete state.setup;
     return state;
+  }
+  // Drops every question the site no longer has (a page renamed or removed since the progress was saved);
+  // returns how many different questions went.
+  function prune(state, byId) {
+    var gone = {};
+    function known(id) {
+      if (byId[id]) return true;
+      gone[id] = true;
+      return false;
+    }
+    Object.keys(state.cards).forEach(function (id) {
+      if (!known(id)) delete state.cards[id];
+    });
+    if (state.last) {
+      var before = state.last.results.length;
+      state.last.results = state.last.results.filter(function (r) { return known(r.id); });
+      state.last.asked = Math.max(state.last.results.length, state.last.asked - (before - state.last.results.length));
+      if (!state.last.results.length) delete state.last;
+    }
+    var current = state.current;
+    if (current) {
+      var index = current.queue.slice(0, current.index).filter(function (id) { return byId[id]; }).length;
+      current.queue = current.queue.filter(known);
+      current.index = index;
+      Object.keys(current.grades).forEach(function (id) {
+        if (!known(id)) delete current.grades[id];
+      });
+      if (!current.queue.length) delete state.current;
+    }
+    if (state.undo) {
+      var undo = state.undo;
+      var stale = Object.keys(undo.cards).filter(function (id) { return !known(id); }).length;
+      ((undo.last && undo.last.results) || []).forEach(function (r) { if (!known(r.id)) stale += 1; });
+      ((undo.current && undo.current.queue) || []).forEach(function (id) { if (!known(id)) stale += 1; });
+      if (stale) delete state.undo; // an undo that would bring the old questions back
+    }
+    return Object.keys(gone).length;
+  }
+  function skippedNote(count) {
+    return count + (count === 1 ? " question from an older version of the site was skipped." :
+      " questions from an older version of the site were skipped.");
   }
   function save(state) {
     memory = state;
@@ -137,10 +204,42 @@
       this.byId[q.id] = q;
     }, this);
     this.timer = null;
+    this.quiet = null; // {x, y, until}: where a grade was tapped, and until when a second tap there is ignored
     this.onKey = this.onKey.bind(this);
     document.addEventListener("keydown", this.onKey);
+    // Capture on window runs before mkdocs-material's own keydown listener and before any click handler.
+    window.addEventListener("keydown", this.keepShortcutsOut.bind(this), true);
+    window.addEventListener("click", this.swallowSecondTap.bind(this), true);
+    var state = load();
+    this.skipped = prune(state, this.byId);
+    if (this.skipped) save(state);
     this.showSetup();
   }
+
+  // The second tap of a double tap on a grade lands on whatever the next question put under the finger:
+  // on a phone, the footer's "Next" link. A click at the same spot just after a grade does nothing.
+  var QUIET_MS = 1000; // a double tap's second tap comes within ~300 ms; a slow phone may take longer to draw
+  var SAME_SPOT_PX = 40;
+  Interview.prototype.beQuietAt = function (event) {
+    // (event times, not the clock: the time the page took to draw the next question does not count)
+    this.quiet = event && event.detail ? { x: event.clientX, y: event.clientY, until: event.timeStamp + QUIET_MS } : null;
+  };
+  Interview.prototype.swallowSecondTap = function (event) {
+    var quiet = this.quiet;
+    this.quiet = null; // only the very next click can be the second tap
+    if (!quiet || event.timeStamp >= quiet.until) return;
+    if (Math.abs(event.clientX - quiet.x) > SAME_SPOT_PX || Math.abs(event.clientY - quiet.y) > SAME_SPOT_PX) return;
+    event.preventDefault();
+    event.stopPropagation();
+  };
+
+  // mkdocs-material goes to the next page on n or ".", the previous on p or ",": not in the middle of an interview.
+  var PAGE_KEYS = ["n", "p", ".", ","];
+  Interview.prototype.keepShortcutsOut = function (event) {
+    if (!document.getElementById("mock-card") || PAGE_KEYS.indexOf(event.key) < 0) return;
+    if (event.target && /^(INPUT|SELECT|TEXTAREA)$/.test(event.target.tagName)) return;
+    event.stopPropagation();
+  };
 
   Interview.prototype.clear = function () {
     if (this.timer) window.clearInterval(this.timer);
@@ -179,7 +278,7 @@
       var total = self.questions.filter(function (x) {
         return x.topic === q.topic;
       }).length;
-      var checked = wantedTopic ? wantedTopic === q.topic : isChosen(remembered.topics, q.topic);
+      var checked = wantedTopic ? wantedTopic.split(",").indexOf(q.topic) >= 0 : isChosen(remembered.topics, q.topic);
       return el("span", { class: "mock-choice" },
         el("label", {},
           el("input", { type: "checkbox", name: "topic", value: q.topic, checked: checked, onchange: update }),
@@ -263,6 +362,8 @@
           self.showQuestion();
         } })));
     }
+    if (this.skipped) this.root.appendChild(el("p", { class: "admonition note mock-skipped", id: "mock-skipped",
+      text: skippedNote(this.skipped) + " Pages are renamed or removed as the site grows; the rest of your progress is kept." }));
     this.root.appendChild(form);
     if (state.last) this.root.appendChild(this.summary(state.last, "Your last interview", !!state.undo));
     this.root.appendChild(this.progress(state));
@@ -284,7 +385,7 @@
     this.clear();
     var remaining = el("span", { class: "mock-clock", id: "mock-clock", role: "timer", "aria-live": "off", text: clock(current.seconds) });
     var bar = el("span", { class: "mock-bar-fill" });
-    var answer = el("div", { class: "mock-answer", id: "mock-answer", hidden: true },
+    var answer = el("div", { class: "mock-answer", id: "mock-answer", tabindex: "-1", hidden: true },
       el("div", { class: "admonition success" },
         el("p", { class: "admonition-title", text: "30-second answer" }),
         el("div", { html: question.answer_html })),
@@ -297,7 +398,7 @@
         return el("button", { type: "button", class: "md-button mock-grade mock-grade--" + g.id, "data-grade": g.id,
           text: g.label, onclick: function (event) {
             if (event.detail > 1) return; // part of a double-click (on Reveal, just above): not a grade
-            self.grade(g.id);
+            self.grade(g.id, event);
           } });
       }));
     reveal.addEventListener("click", function () { self.reveal(); });
@@ -336,6 +437,7 @@
   Interview.prototype.reveal = function () {
     var answer = document.getElementById("mock-answer");
     if (!answer) return;
+    this.quiet = null; // (revealed by the R key: the next click is a choice, not a second tap)
     answer.hidden = false;
     document.getElementById("mock-grades").hidden = false;
     var button = document.getElementById("mock-reveal");
@@ -346,11 +448,11 @@
     this.revealed = true;
     var grades = document.getElementById("mock-grades");
     if (grades.scrollIntoView) grades.scrollIntoView({ block: "nearest", behavior: "instant" });
-    var first = grades.querySelector("button");
-    if (first) first.focus({ preventScroll: true });
+    // Focus goes to the answer, which grades nothing: a stray Enter or space records no grade.
+    answer.focus({ preventScroll: true });
   };
 
-  Interview.prototype.grade = function (gradeId) {
+  Interview.prototype.grade = function (gradeId, event) {
     var state = load();
     var current = state.current;
     if (!current || !this.revealed) return;
@@ -358,6 +460,7 @@
     current.grades[id] = gradeId;
     current.index += 1;
     save(state);
+    this.beQuietAt(event); // (a grade by keyboard has no spot)
     this.showQuestion();
   };
 
@@ -420,7 +523,8 @@
   Interview.prototype.summary = function (last, heading, canUndo) {
     var self = this;
     var perTopic = {};
-    last.results.forEach(function (r) {
+    var results = last.results.filter(function (r) { return self.byId[r.id]; });
+    results.forEach(function (r) {
       var q = self.byId[r.id];
       var row = perTopic[q.topic] || (perTopic[q.topic] = { title: q.topic_title, knew: 0, partly: 0, missed: 0 });
       row[r.grade] += 1;
@@ -433,17 +537,17 @@
         el("td", { text: String(r.missed) }), el("td", { class: "mock-score", text: percent(r.knew + r.partly / 2, count) }));
     });
     var points = 0;
-    last.results.forEach(function (r) {
+    results.forEach(function (r) {
       points += r.grade === "knew" ? 1 : r.grade === "partly" ? 0.5 : 0;
     });
-    var list = last.results.map(function (r) {
+    var list = results.map(function (r) {
       var q = self.byId[r.id];
       return el("li", { class: "mock-result mock-result--" + r.grade },
         el("a", { href: siteUrl(q.url), html: q.title_html || q.title }), " — " + GRADES.filter(function (g) { return g.id === r.grade; })[0].label.toLowerCase());
     });
     return el("section", { class: "mock-summary", id: "mock-summary" },
-      el("h2", { text: heading + " (" + last.date + "): " + percent(points, last.results.length) }),
-      el("p", {}, last.results.length + " of " + last.asked + " questions graded; knew it counts 1, partly ½. ",
+      el("h2", { text: heading + " (" + last.date + "): " + percent(points, results.length) }),
+      el("p", {}, results.length + " of " + last.asked + " questions graded; knew it counts 1, partly ½. ",
         canUndo ? el("button", { type: "button", class: "mock-link", id: "mock-undo", text: "Undo the last grade",
           onclick: function () { self.undo(); } }) : null),
       el("div", { class: "qi-scroll" }, el("table", { class: "mock-table", id: "mock-summary-table" },
@@ -458,15 +562,25 @@
     var ids = Object.keys(state.cards).filter(function (id) { return self.byId[id]; });
     var section = el("section", { class: "mock-progress", id: "mock-progress" },
       el("h2", { text: "Your progress in this browser" }));
+    var forget = el("button", { type: "button", class: "md-button", id: "mock-reset", text: "Forget my progress",
+      onclick: function () {
+        if (window.confirm("Forget every grade kept in this browser?")) {
+          save(normalise({}));
+          self.skipped = 0;
+          self.showSetup();
+        }
+      } });
     if (!ids.length) {
       section.appendChild(el("p", { text: "No question graded yet." }));
+      section.appendChild(forget); // drawn whatever was saved: the way out of progress that cannot be read
       return section;
     }
     var next = state.session + 1;
     var rows = this.topics().map(function (first) {
       var all = self.questions.filter(function (q) { return q.topic === first.topic; });
       var seen = all.filter(function (q) { return state.cards[q.id]; });
-      var due = all.filter(function (q) { return !state.cards[q.id] || isDue(state.cards[q.id], next); });
+      // the same test as "Only questions due again or missed last time": never-seen questions are not due again
+      var due = all.filter(function (q) { return isDueOrMissed(state.cards[q.id], next); });
       var boxes = [0, 0, 0, 0, 0];
       seen.forEach(function (q) { boxes[state.cards[q.id].box - 1] += 1; });
       return el("tr", { "data-topic": first.topic },
@@ -478,15 +592,9 @@
         (state.session === 1 ? "" : "s") + ". Boxes 1 to 5: a question moves up a box when you know it, back to box 1 when you miss it." }));
     section.appendChild(el("div", { class: "qi-scroll" }, el("table", { class: "mock-table" },
       el("thead", {}, el("tr", {}, el("th", { text: "Topic" }), el("th", { text: "Seen" }), el("th", { text: "In boxes 1 · 2 · 3 · 4 · 5" }),
-        el("th", { text: "Due next interview" }))),
+        el("th", { text: "Due again next interview" }))),
       el("tbody", {}, rows))));
-    section.appendChild(el("button", { type: "button", class: "md-button", id: "mock-reset", text: "Forget my progress",
-      onclick: function () {
-        if (window.confirm("Forget every grade kept in this browser?")) {
-          save(normalise({}));
-          self.showSetup();
-        }
-      } }));
+    section.appendChild(forget);
     return section;
   };
 
@@ -503,10 +611,13 @@
           if (!data || data.format !== STORE || typeof data.state !== "object") throw new Error("not a progress file of this site");
           var imported = normalise(data.state);
           delete imported.current;
+          var skipped = prune(imported, self.byId);
           save(imported);
+          self.skipped = 0;
           self.showSetup();
           var line = document.getElementById("mock-transfer-status");
-          if (line) line.textContent = "Imported " + Object.keys(imported.cards).length + " questions' progress.";
+          if (line) line.textContent = "Imported " + Object.keys(imported.cards).length + " questions' progress." +
+            (skipped ? " " + skippedNote(skipped) : "");
         }).catch(function (error) {
           status.textContent = "Could not import that file: " + error.message;
         });
@@ -548,13 +659,29 @@
       })
       .then(function (data) {
         root.textContent = "";
-        new Interview(root, data);
-      })
-      .catch(function (error) {
+        try {
+          new Interview(root, data);
+        } catch (error) {
+          showUnreadable(root, error);
+        }
+      }, function (error) {
         root.textContent = "";
         root.appendChild(el("p", { class: "mock-error",
           text: "Could not load the questions (" + error.message + "). Serve the site over http, e.g. `mkdocs serve`." }));
       });
+  }
+
+  // The questions loaded but the progress saved in this browser could not be drawn: say so, and offer the way out.
+  function showUnreadable(root, error) {
+    root.textContent = "";
+    root.appendChild(el("p", { class: "mock-error",
+      text: "The progress saved in this browser could not be shown (" + error.message + "). Forgetting it starts afresh." }));
+    root.appendChild(el("button", { type: "button", class: "md-button", id: "mock-reset", text: "Forget my progress",
+      onclick: function () {
+        if (!window.confirm("Forget every grade kept in this browser?")) return;
+        save(normalise({}));
+        window.location.reload();
+      } }));
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);

@@ -1,5 +1,6 @@
-// The home page's question table: filter its rows by topic, difficulty and proof status.
-// The rows carry data-topic, data-difficulty and data-status (written by verify/website/study.py).
+// The home page's question table: filter its rows by topic, difficulty, proof status and evidence level.
+// The rows carry data-topic, data-difficulty, data-status and data-levels, the levels a page has separated by
+// spaces (written by verify/website/study.py).
 (function () {
   "use strict";
 
@@ -10,7 +11,13 @@
       topic: document.getElementById("qi-topic"),
       difficulty: document.getElementById("qi-difficulty"),
       status: document.getElementById("qi-status"),
+      levels: document.getElementById("qi-levels"),
     };
+    // A row matches a level it has among others; every other filter matches one value.
+    function has(row, key, wanted) {
+      if (key === "levels") return (row.dataset.levels || "").split(" ").indexOf(wanted) >= 0;
+      return row.dataset[key] === wanted;
+    }
     var count = document.getElementById("qi-count");
     var rows = Array.prototype.slice.call(table.querySelectorAll("tbody tr"));
 
@@ -19,7 +26,7 @@
       rows.forEach(function (row) {
         var match = Object.keys(selects).every(function (key) {
           var wanted = selects[key] ? selects[key].value : "";
-          return !wanted || row.dataset[key] === wanted;
+          return !wanted || has(row, key, wanted);
         });
         row.hidden = !match;
         if (match) shown += 1;

@@ -82,7 +82,8 @@ def free_port():
 
 def torchrun(max_restarts, workdir):
     """Fork this rank into `torchrun --nproc_per_node 2 --max-restarts N job.py OUT`; returns what each
-    worker recorded and what the launcher raised (None when it returned normally)."""
+    worker recorded and what the launcher raised ("no exception" when it returned normally: a measurement of
+    the same kind as the bound, so the judge can compare it)."""
     script, out = pathlib.Path(workdir, "job.py"), pathlib.Path(workdir, "out")
     script.write_text(JOB)
     out.mkdir()
@@ -91,7 +92,7 @@ def torchrun(max_restarts, workdir):
     result, log = pathlib.Path(workdir, "launcher.json"), pathlib.Path(workdir, "launcher.log")
     pid = os.fork()
     if pid == 0:  # the child launcher: the torchrun process, the elastic agent
-        outcome = {"raised": None, "failures": {}}
+        outcome = {"raised": "no exception", "failures": {}}
         try:
             gc.disable()  # never free the parent's torch objects (its process group) here
             with open(log, "w") as sink:  # the agent's and its workers' output

@@ -182,6 +182,8 @@ def verdict_words(claim: dict, declared) -> tuple[str, str]:
     span = f"{declared.since or 'any'} to {declared.until or 'now'}" if declared else "its releases"
     if claim["passed"]:
         return "failed", f"HOLDS outside its declared releases ({span}): the page's range is wrong."
+    if not claim.get("by_value", False):  # a crash, a hang or a missing report shows nothing either way
+        return "failed", "FAILED: crashed: nothing was measured: " + str(claim.get("reason") or "the run did not finish")
     return "held", f"Does not hold on this release, as the page declares (it holds on {span})."
 
 
@@ -276,8 +278,10 @@ def mutant_rows(found: dict, declared: dict) -> str:
 def box(proof: Proof, slug: str) -> str:
     """The evidence box (Markdown with one raw HTML block) for a proof of page `slug`."""
     declared = proof.claims
-    found = evidence.shown(proof.snippet)
+    found = evidence.shown(proof)
     rerun = f"python -m pytest verify -k {slug}"
+    if proof.requires == "cuda" and not found:
+        return gpu_ready_box(proof, slug)
     anchors = "".join(f'<span id="{esc(claim_anchor(c))}"></span>' for c in declared)
     listing = "\n".join(f"- **{md_text(c)}**: {md_text(declared[c].says)}" for c in declared)
     command = f"    Run the proof, then rebuild the site:\n\n    ```bash\n    {rerun}\n    ```"
@@ -305,6 +309,7 @@ def box(proof: Proof, slug: str) -> str:
     elif found.get("reference"):
         notes.append(f'<p class="ev-rerun">Replace it with your own machine\'s: <code>{esc(rerun)}</code>, '
                      "then rebuild the site.</p>")  # fmt: skip
+    notes.append(levels_note(proof, found))
     rows = "".join(claim_row(claim, declared) for claim in found["claims"])
     return (
         f'<div class="admonition {kind} evidence-box" markdown="0" data-search-exclude>'
@@ -320,10 +325,35 @@ def indent(text: str, spaces: int = 4) -> str:
     return "\n".join((" " * spaces + line) if line else "" for line in text.splitlines())
 
 
+# --- evidence levels (data/levels-spec.md) ------------------------------------------------------
+
+
+def levels_note(proof: Proof, found: dict | None) -> str:
+    """This proof's claims per evidence level, in words ('3 measured, 1 modelled')."""
+    if proof.requires == "cuda":
+        words = f"{len(proof.claims)} GPU-ready" + (", run on a GPU" if found else ", not yet run on a GPU")
+    else:
+        counts: dict = {}
+        for claim in proof.claims.values():
+            counts[claim.level or "measured"] = counts.get(claim.level or "measured", 0) + 1
+        words = ", ".join(f"{count} {level}" for level, count in sorted(counts.items()))
+    return f'<p class="ev-levels">Evidence level of these claims: {esc(words)}.</p>'
+
+
+def gpu_ready_box(proof: Proof, slug: str) -> str:
+    """A proof that needs CUDA, with no evidence yet: written, and skipped on a machine without GPUs."""
+    listing = "\n".join(f"- **{md_text(c)}**: {md_text(proof.claims[c].says)}" for c in proof.claims)
+    anchors = "".join(f'<span id="{esc(claim_anchor(c))}"></span>' for c in proof.claims)
+    return (f'!!! info "GPU-ready, not yet run on a GPU"\n'
+            f"    This proof needs CUDA (`requires: cuda`): on a machine without GPUs `pytest verify` skips it, "
+            f"so nothing here has been measured yet. On a machine with GPUs:\n\n"
+            f"    ```bash\n    python -m pytest verify -k {slug}\n    ```\n\n    {anchors}\n\n" + indent(listing))
+
+
 def mutant_note(name: str, page: Page) -> str:
     """The admonition at `<!-- mutant: NAME -->`: that world's measurement of the claims it breaks."""
     for proof in page.proofs:
-        found = evidence.shown(proof.snippet)
+        found = evidence.shown(proof)
         entry = next((m for m in (found or {}).get("mutants") or [] if m.get("mutant") == name), None)
         if entry is None:
             continue

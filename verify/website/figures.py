@@ -87,7 +87,7 @@ def problems(page: Page) -> list[str]:
 def first_report(page: Page, claim_id: str) -> dict:
     for proof in page.proofs:
         if claim_id in proof.claims:
-            found = evidence.current(proof.snippet, proof.claims)
+            found = evidence.current(proof)
             if found is None:
                 raise MissingData(f"no current evidence for {proof.snippet}")
             claim = next(c for c in found["claims"] if c["id"] == claim_id)
@@ -335,7 +335,7 @@ def place(markdown: str, page: Page, available) -> str:
         if ready:
             alt = alt_text(spec, resolved).replace("[", "(").replace("]", ")")
             svg = (up / path_of(spec["id"])).as_posix()
-            whose = ("the reference run's evidence" if any((evidence.shown(p.snippet) or {}).get("reference") for p in page.proofs)
+            whose = ("the reference run's evidence" if any((evidence.shown(p) or {}).get("reference") for p in page.proofs)
                      else "this machine's latest evidence")  # fmt: skip
             block = "\n".join(
                 [

@@ -2,7 +2,8 @@
 
 A page marks where a proof goes with `<!-- proof: NAME.py -->`; the errata page with `<!-- errata -->`.
 The question ledger (verify/website/ledger.py): `<!-- question-ledger -->`.
-Study mode (verify/website/study.py, verify/website/figures.py): `<!-- question-index -->`, `<!-- cheat-sheet -->`,
+Study mode (verify/website/study.py, verify/website/figures.py): `<!-- question-index -->`, `<!-- week-plan -->`,
+`<!-- cheat-sheet -->`,
 `<!-- figure: ID -->`, and the generated assets/study/questions.json and assets/figures/*.svg.
 """
 
@@ -16,8 +17,9 @@ from mkdocs.exceptions import PluginError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads hooks by path: the checkout first
 
-from verify import evidence
-from verify.website import downloads, evidence_box, figures, lab_pages, ledger, study  # noqa: E402
+from verify import evidence, levels, sources
+from verify.website import downloads, evidence_box, figures, folds, lab_pages, ledger, study  # noqa: E402
+from verify.website import levels as level_labels  # noqa: E402
 from verify.pages import QUESTIONS, REPO_URL, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
 from verify.paths import DOCS_DIR, SNIPPETS_DIR
 from verify.pages import DIFFICULTIES  # noqa: E402
@@ -43,9 +45,10 @@ def anchor(claim_id: str) -> str:
     return f'<span id="{evidence_box.esc(study.claim_anchor(claim_id))}"></span>'
 
 
-def releases_block(snippet: str, declared: dict) -> str:
+def releases_block(proof) -> str:
     """A row per Accelerate release the matrix ran: each claim's outcome, checked against its range."""
-    releases = evidence.across_releases(Path(snippet).name)
+    releases = evidence.across_releases(proof)
+    declared = proof.claims
     if not releases:
         return ""
     claims = list(declared)
@@ -91,7 +94,7 @@ def proof_block(proof, slug: str, page_path: Path) -> str:
     code = f'??? example "The proof\'s code: `snippets/{snippet}`"\n{indent(code_block)}'
     return "\n\n".join(
         [f'<div data-search-exclude="code" markdown="1">\n\n{code}\n\n</div>', run,
-         evidence_block(proof, slug), releases_block(proof.snippet, proof.claims)]
+         evidence_block(proof, slug), releases_block(proof)]
     )
 
 
@@ -165,12 +168,25 @@ def topic_listing(folder: Path) -> str:
     return f"{listing}\n\n{drill}"
 
 
+def evidence_labels(markdown: str, page) -> str:
+    """The page's evidence levels rendered (verify/website/levels.py); a wrong label fails the build."""
+    problems = levels.problems(page)
+    if problems:
+        raise PluginError("\n".join(problems))
+    try:
+        return level_labels.place(markdown, page)
+    except sources.SourceError as error:
+        raise PluginError(f"{page.path}: {error}") from None
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if lab_pages.lab_name(page.file):  # a notebook: mkdocs-jupyter renders it, lab_pages adds its evidence
         return markdown
     source = Path(page.file.abs_src_path)
     if "<!-- question-index -->" in markdown:
         markdown = markdown.replace("<!-- question-index -->", study.question_table(config["nav"] or [], source))
+    if "<!-- week-plan -->" in markdown:
+        markdown = markdown.replace("<!-- week-plan -->", study.week_plan(config["nav"] or [], source))
     if "<!-- cheat-sheet -->" in markdown:
         markdown = markdown.replace("<!-- cheat-sheet -->", study.cheat_sheet(config["nav"] or [], source))
     if "<!-- cheat-sheet-compact -->" in markdown:
@@ -187,6 +203,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     meta_page = load_page(source)
     if meta_page.error:
         raise PluginError(meta_page.error)
+    markdown = evidence_labels(markdown, meta_page)
     for proof in meta_page.proofs:
         marker = f"<!-- proof: {proof.snippet} -->"
         if marker not in markdown:
@@ -241,6 +258,7 @@ def mark_chinese(html_text: str) -> str:
 def on_page_content(html_text, page, config, files):
     # The 30-second answer stays out of the search index, so search previews cannot give it away.
     html_text = ANSWER_DETAILS.sub(r'<details class="success" data-search-exclude>\1', html_text)
+    html_text = folds.hide_folded(html_text)  # and every other folded block's body: the follow-up answers
     html_text = mark_chinese(html_text)
     return lab_pages.lab_page_content(html_text, page, config, evidence_block)
 

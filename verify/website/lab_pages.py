@@ -114,8 +114,11 @@ def lab_page_content(html_text, page, config, evidence_block):
     text = (_lab_banner(name, up) + '\n\n<h2 id="claims-and-evidence">Claims and evidence</h2>\n\n'
             + evidence_block(proof, name))  # fmt: skip
     rendered = _markdown.markdown(text, extensions=config["markdown_extensions"], extension_configs=config["mdx_configs"])
-    head, _, tail = rendered.partition("<h2")
-    html_text = head + html_text + ("<h2" + tail if tail else "")
+    banner, _, tail = rendered.partition("<h2")
+    # the banner (how to run it, which run the outputs come from) goes under the lab's title, not above it
+    title_end = html_text.find("</h1>")
+    cut = title_end + len("</h1>") if title_end >= 0 else 0
+    html_text = html_text[:cut] + banner + html_text[cut:] + ("<h2" + tail if tail else "")
     page.toc = _toc_from_html(html_text)
     return html_text
 

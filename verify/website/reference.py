@@ -3,7 +3,7 @@
     python -m verify.website.reference            # copy this machine's latest evidence and executed labs
     python -m verify.website.reference --check    # list the proofs the reference set lacks or holds stale
 
-It copies `.verify/evidence/*.json` into `reference-evidence/` and `.verify/labs/*.ipynb` into
+It copies `.verify/evidence/<page>/<snippet>.json` into `reference-evidence/<page>/` and `.verify/labs/*.ipynb` into
 `reference-evidence/labs/`, each evidence file labelled with the machine it was measured on (system,
 processor, GPUs), so the site can say "Reference evidence, measured on <machine> on <date>". The site
 uses it only for a proof this machine has no evidence of (verify/evidence.py `shown`); the harness never
@@ -48,9 +48,15 @@ def describe_machine() -> str:
 
 
 def expected_files() -> list[str]:
-    """The evidence file names a complete reference set has: every proof of every page and lab."""
+    """The evidence files a complete reference set has, as '<page>/<snippet>.json': every proof of every
+    page and lab (evidence is kept per page and snippet: verify/evidence.py `path_of`)."""
     proofs = all_proofs(load_pages()) + labs.load_labs()[0]
-    return sorted({f"{Path(proof.snippet).stem}.json" for proof in proofs})
+    return sorted({evidence.path_of(proof.page, proof.snippet, Path()).as_posix() for proof in proofs})
+
+
+def evidence_files(folder: Path) -> dict[str, Path]:
+    """'<page>/<snippet>.json' -> path, for every evidence file under `folder` (labs' notebooks aside)."""
+    return {path.relative_to(folder).as_posix(): path for path in sorted(folder.glob("*/*.json"))}
 
 
 def refresh(source: Path = evidence.EVIDENCE_DIR, labs_source: Path = labs.EXECUTED_DIR, target: Path = REFERENCE_DIR,
@@ -59,15 +65,16 @@ def refresh(source: Path = evidence.EVIDENCE_DIR, labs_source: Path = labs.EXECU
     machine = machine or describe_machine()
     wanted = set(expected_files())
     target.mkdir(parents=True, exist_ok=True)
-    for old in target.glob("*.json"):
+    for old in evidence_files(target).values():
         old.unlink()
     copied = 0
-    for path in sorted(source.glob("*.json")):
-        if path.name not in wanted:
+    for name, path in evidence_files(source).items():
+        if name not in wanted:
             continue  # evidence of a proof no page declares any more
         record = json.loads(path.read_text())
         record["machine"] = machine
-        (target / path.name).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         copied += 1
     if labs_source.exists():
         (target / "labs").mkdir(exist_ok=True)
@@ -77,7 +84,10 @@ def refresh(source: Path = evidence.EVIDENCE_DIR, labs_source: Path = labs.EXECU
             executed = json.loads(notebook.read_text())
             lab_pages.drop_noise(executed)  # tqdm's warning carries this machine's paths
             (target / "labs" / notebook.name).write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
-    missing = sorted(wanted - {path.name for path in target.glob("*.json")})
+    for folder in target.iterdir():  # a page no longer declaring proofs leaves no empty folder behind
+        if folder.is_dir() and folder.name != "labs" and not any(folder.iterdir()):
+            folder.rmdir()
+    missing = sorted(wanted - set(evidence_files(target)))
     return copied, missing
 
 
@@ -85,7 +95,7 @@ def check(target: Path = REFERENCE_DIR) -> list[str]:
     """Problems of the committed set: proofs without reference evidence, or whose claims changed since."""
     problems = [f"no reference evidence: {name}" for name in expected_files() if not (target / name).exists()]
     for proof in all_proofs(load_pages()) + labs.load_labs()[0]:
-        found = evidence.read(proof.snippet, target)
+        found = evidence.read(proof, target)
         if found and not evidence.matches_claims(found, proof.claims):
             problems.append(f"reference evidence predates the page's claims: {proof.snippet}")
         elif found and not all(evidence.as_declared(claim) for claim in found["claims"]):

@@ -20,10 +20,11 @@ from verify import evidence
 from verify.pages import DIFFICULTIES, QUESTIONS, Page, load_page, load_pages
 from verify.paths import DOCS_DIR
 from verify.website import figures
+from verify.website import levels as evidence_levels
 
 QUESTIONS_JSON = "assets/study/questions.json"
 ANSWER = re.compile(r'\?\?\? success "30-second answer"\n((?:    .*\n|\n)+)')
-STATUSES = ("passed", "failed", "no evidence yet", "skipped (requires cuda)")
+STATUSES = ("passed", "failed", "no evidence yet", "GPU-ready, not yet run on a GPU")
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -56,7 +57,7 @@ def proof_status(page: Page) -> tuple[str, str]:
     """(status, why) of a page's proofs from the latest evidence: one of STATUSES."""
     failed, missing, skipped, passed = [], [], [], []
     for proof in page.proofs:
-        found = evidence.current(proof.snippet, proof.claims)
+        found = evidence.current(proof)
         if found is None:
             (skipped if proof.requires == "cuda" else missing).append(proof.snippet)
         elif found["claims"] and all(evidence.as_declared(claim) for claim in found["claims"]):
@@ -68,9 +69,9 @@ def proof_status(page: Page) -> tuple[str, str]:
     if missing:
         return "no evidence yet", "no current evidence for " + ", ".join(missing)
     if skipped and not passed:
-        return "skipped (requires cuda)", "needs a GPU: " + ", ".join(skipped)
+        return "GPU-ready, not yet run on a GPU", "needs a GPU, skipped here: " + ", ".join(skipped)
     why = f"{len(passed)} of {len(page.proofs)} proofs passed"
-    return "passed", why + (f"; skipped (requires cuda): {', '.join(skipped)}" if skipped else "")
+    return "passed", why + (f"; GPU-ready, not yet run on a GPU: {', '.join(skipped)}" if skipped else "")
 
 
 def claim_count(page: Page) -> int:
@@ -105,28 +106,33 @@ def question_table(nav: list, from_page: Path) -> str:
         difficulty = page.difficulty or "unrated"
         rows.append(
             f'<tr data-topic="{html.escape(page.topic)}" data-difficulty="{html.escape(difficulty)}" '
-            f'data-status="{slugify(status)}" markdown="1">'
+            f'data-status="{slugify(status)}" data-levels="{evidence_levels.row_levels(page)}" markdown="1">'
             f'<td markdown="span">[{escape_link_text(page.title)}]({relative})</td>'
             f"<td>{html.escape(topic_title(page.topic))}</td>"
             f'<td><span class="qi-level qi-level--{slugify(difficulty)}">{html.escape(difficulty)}</span></td>'
             f'<td class="qi-claims"{checked_title(page)}>{claim_count(page)}{checked_note(page)}</td>'
             f'<td><span class="qi-status qi-status--{slugify(status)}" title="{html.escape(why)}">{status}</span></td>'
+            f'<td class="qi-evidence">{html.escape(evidence_levels.mix_cell(page))}</td>'
             f'<td class="qi-history" data-question="{html.escape(page.slug)}">not yet</td>'
             "</tr>"
         )
     return "\n".join(
         [
+            evidence_levels.site_summary(pages),
+            "",
             '<div class="qi-filters">',
             f'<label>Topic <select id="qi-topic"><option value="">all topics</option>{options}</select></label>',
             f'<label>Difficulty <select id="qi-difficulty"><option value="">any</option>{levels}</select></label>',
             f'<label>Proof <select id="qi-status"><option value="">any</option>{statuses}</select></label>',
+            f'<label>Evidence <select id="qi-levels"><option value="">any</option>{evidence_levels.level_options()}'
+            "</select></label>",
             f'<span id="qi-count" aria-live="polite">{len(pages)} questions</span>',
             "</div>",
             "",
             '<div class="qi-scroll" markdown="1">',
             '<table class="qi-table" id="question-index" markdown="1">',
             '<thead markdown="1"><tr markdown="1"><th>Question</th><th>Topic</th><th>Difficulty</th>'
-            '<th class="qi-claims">Claims</th><th>Proof</th><th>Your record</th></tr></thead>',
+            '<th class="qi-claims">Claims</th><th>Proof</th><th>Evidence</th><th>Your record</th></tr></thead>',
             "<tbody markdown=\"1\">",
             *rows,
             "</tbody>",
@@ -135,7 +141,11 @@ def question_table(nav: list, from_page: Path) -> str:
             "",
             "*Proof* is the verdict of the latest `pytest verify` run on the machine that built this site: "
             "**passed** (every claim held), **failed**, **no evidence yet** (not run since the claims last "
-            "changed), or **skipped (requires cuda)** (a proof that needs GPUs, on a machine without). "
+            "changed), or **GPU-ready, not yet run on a GPU** (a proof that needs GPUs, skipped on a machine without). "
+            "*Evidence* counts the page's claims and checked quotes per level: **measured** (a proof with a "
+            "control and mutants on two processes), **modelled** (a quantitative model run as a proof), "
+            "**sourced** (a quote checked word for word against the installed package or a dated excerpt), "
+            "**GPU-ready** (a proof that needs CUDA). "
             "*Your record* comes from your [mock interviews](mock-interview.md) in this browser: how often you "
             "were asked, your last grade, and when the question is due again.",
         ]
@@ -220,7 +230,7 @@ def measured_note(page: Page, claim_id: str) -> str:
     for proof in page.proofs:
         if claim_id not in proof.claims:
             continue
-        found = evidence.current(proof.snippet, proof.claims)
+        found = evidence.current(proof)
         claim = next((c for c in (found or {}).get("claims", []) if c["id"] == claim_id), None)
         if not claim or not claim["reports"]:
             return ""
@@ -285,6 +295,8 @@ def fact_proof(page: Page, fact: dict, link: str) -> str:
     """The claim that proves a key fact (linked, with its latest measurement), or its source."""
     if fact.get("claim"):
         return f"[`{fact['claim']}`]({link}#{claim_anchor(fact['claim'])})" + measured_note(page, fact["claim"])
+    if fact.get("source") in page.sources:  # a checked quote (data/levels-spec.md): its entry on the page
+        return f"[sourced: `{fact['source']}`]({link}#{evidence_levels.source_anchor(fact['source'])})"
     if str(fact.get("source", "")).startswith(("http://", "https://")):
         return f"<{fact['source']}>"
     return f"`{fact.get('source', '')}`"
@@ -307,3 +319,104 @@ def add_generated_files(files, config):
     for path, content in generated.items():
         files.append(File.generated(config, path, content=content))
     return files
+
+
+# --- the one-week plan on the home page ---------------------------------------------------------
+
+PLAN_DAYS = 7
+WORDS_PER_MINUTE = 200  # a careful reader of technical prose
+WORD = re.compile(r"[A-Za-z0-9_'’-]+|[\u3400-\u9fff]")  # a Chinese character reads about as long as a word
+
+
+def reading_minutes(page: Page) -> float:
+    """Minutes to read a page's Markdown after its front matter, folded answers and code included; the
+    proof's code and evidence that the build adds in place of `<!-- proof: ... -->` are not."""
+    text = page.path.read_text(encoding="utf-8")
+    body = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
+    return len(WORD.findall(body)) / WORDS_PER_MINUTE
+
+
+def balanced_days(minutes: list[float], days: int = PLAN_DAYS) -> list[int]:
+    """Where each day's reading ends: `minutes` (in reading order) cut into `days` runs, so that the
+    longest day is as short as it can be (the linear partition problem, by dynamic programming)."""
+    count = len(minutes)
+    days = max(1, min(days, count))
+    before = [0.0]
+    for value in minutes:
+        before.append(before[-1] + value)
+    # longest[k][i]: the longest day when the first i pages are cut into k days; cut[k][i]: where the last starts
+    longest = [[float("inf")] * (count + 1) for _ in range(days + 1)]
+    cut = [[0] * (count + 1) for _ in range(days + 1)]
+    longest[0][0] = 0.0
+    for k in range(1, days + 1):
+        for i in range(k, count + 1):
+            for start in range(k - 1, i):
+                candidate = max(longest[k - 1][start], before[i] - before[start])
+                if candidate < longest[k][i]:
+                    longest[k][i], cut[k][i] = candidate, start
+    ends, end = [], count
+    for k in range(days, 0, -1):
+        ends.append(end)
+        end = cut[k][end]
+    return ends[::-1]
+
+
+def week_days(pages: list[Page], days: int = PLAN_DAYS) -> list[list[Page]]:
+    """The question pages in the site's order (topic by topic, easier first), cut into days of about equal
+    reading time: every page on exactly one day."""
+    ends = balanced_days([reading_minutes(page) for page in pages], days)
+    return [pages[start:end] for start, end in zip([0] + ends[:-1], ends)]
+
+
+def lab_titles() -> dict[Path, str]:
+    """Each lab's file and title (its header's `jupyter: proof: title`), in the labs' order."""
+    import yaml
+
+    from verify import labs
+
+    titles = {}
+    for path in labs.lab_paths(DOCS_DIR / "labs"):
+        header, _ = labs.lab_header(path)
+        declared = ((yaml.safe_load(header or "") or {}).get("jupyter") or {}).get("proof") or {}
+        titles[path] = str(declared.get("title") or path.stem)
+    return titles
+
+
+def week_plan(nav: list, from_page: Path) -> str:
+    """The home page's plan: a table of days, each with its questions (linked), its reading time and what
+    to do after reading (a lab or a sheet to print, and a mock interview on the day's topics)."""
+    up = "../" * (len(from_page.relative_to(DOCS_DIR).parts) - 1)
+    pages = ordered_questions(nav)
+    if not pages:
+        return "*No question page yet.*"
+    days = week_days(pages)
+    extras = [f"[{title.split(':')[0]}]({up}{path.relative_to(DOCS_DIR).as_posix()}): {title.split(':', 1)[-1].strip()}"
+              for path, title in lab_titles().items()]  # fmt: skip
+    extras += [f"print the [two-page cheat sheet]({up}cheat-sheet-compact.md)",
+               f"the [errata]({up}errata.md) of the handouts"]  # fmt: skip
+    minutes = [sum(reading_minutes(page) for page in day) for day in days]
+    rows = ["| Day | Read | Reading time | Then |", "|---|---|---|---|"]
+    for number, (day, day_minutes) in enumerate(zip(days, minutes), 1):
+        topics: dict = {}
+        for page in day:
+            topics.setdefault(page.topic, []).append(page)
+        read = "<br>".join(  # one line per topic
+            f"**{topic_title(topic)}**: " + " · ".join(
+                f"[{escape_link_text(page.title)}]({up}{page.path.relative_to(DOCS_DIR).as_posix()})" for page in in_topic)
+            for topic, in_topic in topics.items())  # fmt: skip
+        levels = ", ".join(f"{sum((p.difficulty or 'unrated') == level for p in day)} {level}"
+                           for level in DIFFICULTIES + ("unrated",) if any((p.difficulty or "unrated") == level for p in day))  # fmt: skip
+        then = [extra for index, extra in enumerate(extras) if index % len(days) == number - 1]
+        if number < len(days):
+            wanted = ",".join(topics)
+            then.append(f'<a href="{up}mock-interview/#topic={html.escape(wanted)}">a mock interview</a> on these topics')
+        else:
+            then.append(f'<a href="{up}mock-interview/">a mock interview</a> of every topic, '
+                        "*only questions due again or missed last time*")  # fmt: skip
+        rows.append(f"| {number} | {read.replace('|', '&#124;')} | {round(day_minutes)} min, {len(day)} question{'s' if len(day) > 1 else ''} "
+                    f"({levels}) | {'; '.join(then)} |")  # fmt: skip
+    intro = (f"Every question page once, in the site's order (topic by topic, easier questions first), cut into "
+             f"{len(days)} days of about the same reading time: {round(min(minutes))} to {round(max(minutes))} "
+             f"minutes a day at {WORDS_PER_MINUTE} words a minute, follow-up answers included.")  # fmt: skip
+    return intro + "\n\n" + "\n".join(rows)

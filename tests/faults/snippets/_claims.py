@@ -1,0 +1,1 @@
+../../../snippets/_claims.py

@@ -1,0 +1,218 @@
+"""Checks on what a page says in prose, where no claim reads it: version words without a range, defaults
+stated without a run that omits the argument, and the same sentence on several pages.
+
+    python -m verify.website.prose            # every finding, by kind, page and line
+    python -m verify.website.prose --backlog  # rewrite data/prose-backlog.yaml from today's findings
+
+Each finding is keyed by its page and the sentence's first words, so that edits elsewhere on the page do
+not move it. `data/prose-backlog.yaml` lists the findings that are known and not yet fixed: the test
+(tests/test_prose.py) fails on any finding outside it, and on a backlog entry that no longer occurs, so the
+backlog can only shrink. A deliberate repeat is marked in `data/deliberate-repeats.yaml` with its reason.
+
+A sentence that names a default is backed when its paragraph carries `<!-- default: claim_id -->` for a claim
+of the page that declares `omits:` (the arguments its run leaves out); a version sentence is backed when it
+names a release and either a ranged claim of the page has that release as `since`/`until`, or the sentence
+says where the statement was read (a tag, a pull request, a commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import yaml
+
+from verify.pages import load_pages, question_pages
+from verify.paths import DOCS_DIR, ROOT
+
+BACKLOG = ROOT / "data" / "prose-backlog.yaml"
+DELIBERATE = ROOT / "data" / "deliberate-repeats.yaml"
+SKIPPED_SECTIONS = ("sources",)  # citations repeat by nature
+VERSION_WORDS = re.compile(
+    r"\b(older releases?|newer releases?|earlier releases?|recent releases?|older versions?|newer versions?|"
+    r"deprecated|was removed|removed in|added in|introduced in|first (?:shipped|released) in|"
+    r"since v?\d+\.\d+|from v?\d+\.\d+(?:\.\d+)? on|before v?\d+\.\d+|until v?\d+\.\d+|up to v?\d+\.\d+)",
+    re.I,
+)
+RELEASE = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)?)\b")
+WHERE_READ = re.compile(r"(\btag\b|\bPR\s*#?\d+|pull/\d+|pull request|\bcommit\b|\bat v\d|read at|released in v?\d)", re.I)
+DEFAULT_WORDS = re.compile(r"\b(by default|defaults? to|default is|unless you pass)\b", re.I)
+DEFAULT_MARK = re.compile(r"<!--\s*default:\s*([a-z0-9_ ,]+?)\s*-->")
+MIN_WORDS = 12  # shorter sentences repeat by chance ("See the page on ...")
+SHINGLE = 4
+OVERLAP = 0.6  # share of the shorter sentence's word 4-grams found in the other
+
+
+@dataclass(frozen=True)
+class Sentence:
+    page: str  # path under docs/
+    line: int
+    text: str
+    paragraph: str  # the raw paragraph it stands in (markers included)
+
+    @property
+    def key(self) -> str:
+        return " ".join(words(self.text)[:8])
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+", text.lower())
+
+
+def plain(text: str) -> str:
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link keeps its words, not its address
+    text = re.sub(r"<https?://[^>]+>|https?://\S+", " ", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def sentences(path: Path) -> list[Sentence]:
+    """The prose of a page (front matter, code blocks and the Sources section left out), split into
+    sentences, each with the line its paragraph starts on."""
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    start = 0
+    if lines and lines[0].strip() == "---":
+        start = next(i for i in range(1, len(lines)) if lines[i].strip() == "---") + 1
+    found, paragraph, first, section, fenced = [], [], None, "", False
+    relative = str(path.relative_to(DOCS_DIR))
+
+    def flush():
+        if paragraph and section not in SKIPPED_SECTIONS:
+            raw = "\n".join(paragraph)
+            for text in re.split(r"(?<=[.!?])\s+(?=[A-Z`*(\"])", plain(raw)):
+                found.append(Sentence(relative, first + 1, text, raw))
+        paragraph.clear()
+
+    for number in range(start, len(lines)):
+        line = lines[number]
+        if line.strip().startswith(("```", "~~~")):
+            fenced = not fenced
+            flush()
+            continue
+        if fenced:
+            continue
+        if line.startswith("#"):
+            flush()
+            section = line.lstrip("#").strip().lower()
+            continue
+        if not line.strip():
+            flush()
+            continue
+        if not paragraph:
+            first = number
+        paragraph.append(line)
+    flush()
+    return found
+
+
+def page_claims(page) -> dict:
+    return {claim_id: claim for proof in page.proofs for claim_id, claim in proof.claims.items()}
+
+
+def version_findings(page, found: list[Sentence]) -> list[Sentence]:
+    edges = {edge for claim in page_claims(page).values() for edge in (claim.since, claim.until) if edge}
+    bad = []
+    for sentence in found:
+        if not VERSION_WORDS.search(sentence.text):
+            continue
+        releases = set(RELEASE.findall(sentence.text))
+        if releases and (releases & edges or WHERE_READ.search(sentence.text)):
+            continue
+        bad.append(sentence)
+    return bad
+
+
+def default_findings(page, found: list[Sentence], omitting: set[str]) -> list[Sentence]:
+    bad = []
+    for sentence in found:
+        if not DEFAULT_WORDS.search(sentence.text):
+            continue
+        marked = {name.strip() for mark in DEFAULT_MARK.findall(sentence.paragraph) for name in mark.split(",")}
+        if not marked & omitting:
+            bad.append(sentence)
+    return bad
+
+
+def repeated(found: list[Sentence]) -> list[tuple[Sentence, Sentence]]:
+    """Pairs of near-identical sentences on different pages."""
+    grams = []
+    index = defaultdict(set)
+    for number, sentence in enumerate(found):
+        tokens = words(sentence.text)
+        shingles = {tuple(tokens[i : i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1)}
+        grams.append(shingles if len(tokens) >= MIN_WORDS else set())
+        for shingle in grams[-1]:
+            index[shingle].add(number)
+    pairs = set()
+    for numbers in index.values():
+        if len(numbers) <= 30:  # a phrase on 30 pages is a phrase, not a repeated fact
+            pairs.update(pair for pair in combinations(sorted(numbers), 2) if found[pair[0]].page != found[pair[1]].page)
+    result = []
+    for a, b in sorted(pairs):
+        shared = len(grams[a] & grams[b]) / min(len(grams[a]), len(grams[b]))
+        if shared >= OVERLAP:
+            result.append((found[a], found[b]))
+    return result
+
+
+def findings() -> dict[str, list[str]]:
+    """kind -> sorted finding keys ('page: first words'), each with its line for the reader."""
+    pages = question_pages(load_pages())
+    every, out = [], {"version": [], "default": [], "repeat": []}
+    for page in pages:
+        found = sentences(page.path)
+        every += found
+        omitting = {claim_id for claim_id, claim in page_claims(page).items() if getattr(claim, "omits", ())}
+        out["version"] += [f"{s.page}: {s.key}" for s in version_findings(page, found)]
+        out["default"] += [f"{s.page}: {s.key}" for s in default_findings(page, found, omitting)]
+    deliberate = {(entry["pages"][0], entry["pages"][1], entry["starts"]) for entry in read_yaml(DELIBERATE) or []}
+    for a, b in repeated(every):
+        if (a.page, b.page, a.key) not in deliberate:
+            out["repeat"].append(f"{a.page} ~ {b.page}: {a.key}")
+    return {kind: sorted(set(keys)) for kind, keys in out.items()}
+
+
+def read_yaml(path: Path):
+    return yaml.safe_load(path.read_text()) if path.exists() else None
+
+
+def located(kind: str) -> list[str]:
+    """The findings of one kind with their lines, for a person to open."""
+    pages = question_pages(load_pages())
+    lines = []
+    for page in pages:
+        found = sentences(page.path)
+        omitting = {claim_id for claim_id, claim in page_claims(page).items() if getattr(claim, "omits", ())}
+        chosen = version_findings(page, found) if kind == "version" else default_findings(page, found, omitting)
+        lines += [f"{s.page}:{s.line}: {s.text[:160]}" for s in chosen]
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backlog", action="store_true", help="write today's findings as the backlog")
+    args = parser.parse_args(argv)
+    found = findings()
+    if args.backlog:
+        BACKLOG.write_text(
+            "# Prose findings known and not yet fixed (verify/website/prose.py); this list may only shrink.\n"
+            + yaml.safe_dump(found, allow_unicode=True, width=200, sort_keys=True)
+        )
+    for kind in ("version", "default"):
+        lines = located(kind)
+        print(f"{kind} statements without their backing: {len(lines)}")
+        for line in lines:
+            print(f"  {line}")
+    print(f"repeated sentences across pages: {len(found['repeat'])}")
+    for line in found["repeat"]:
+        print(f"  {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
