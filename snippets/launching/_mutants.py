@@ -253,3 +253,32 @@ def static_rendezvous_does_not_wait_for_machine_0(patch):
         return original(self)
 
     patch.wrap(StaticTCPRendezvous, "next_rendezvous", next_rendezvous)
+
+
+# --- all-processes-on-gpu-0 (pages-a) ------------------------------------------------------------
+def _during_set_device(patch, name, stand_in):
+    """PartialState.set_device runs with torch.cuda.<name> replaced by `stand_in` for the call."""
+    import torch
+    from accelerate import PartialState
+
+    def altered(original, self):
+        saved = getattr(torch.cuda, name)
+        setattr(torch.cuda, name, stand_in(saved))
+        try:
+            return original(self)
+        finally:
+            setattr(torch.cuda, name, saved)
+
+    patch.wrap(PartialState, "set_device", altered)
+
+
+@mutant("accelerate-never-sets-current-device",
+        "Accelerate computes each process's device but never makes it current (no torch.cuda.set_device)")
+def accelerate_never_sets_current_device(patch):
+    _during_set_device(patch, "set_device", lambda saved: (lambda device: None))
+
+
+@mutant("accelerate-device-index-ignores-device-count",
+        "Accelerate uses LOCAL_RANK as the device index as it is, even past the last GPU")
+def accelerate_device_index_ignores_device_count(patch):
+    _during_set_device(patch, "device_count", lambda saved: (lambda: 2**31))

@@ -377,3 +377,39 @@ def accelerate_builds_grad_scaler_for_bf16(patch):
             self.scaler = torch.amp.GradScaler(self.device.type)
 
     patch.wrap(Accelerator, "__init__", init)
+
+
+# --- tf32-matmul-precision (pages-a) -------------------------------------------------------------
+# Both flip a process-wide torch setting for the snippet's run, the world the wrong answer describes;
+# the settings are C++ globals behind module attributes that cannot be deleted, so the undo calls the
+# setter again instead of Patch's attribute restore.
+@mutant("tf32-on-by-default", "PyTorch turns TF32 on for float32 matmuls by default (precision 'high')")
+def tf32_on_by_default(patch):
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    patch.ran()
+    patch._undo.append(lambda: torch.set_float32_matmul_precision(before))
+
+
+@mutant("cudnn-tf32-off-by-default", "TF32 is off by default for cuDNN convolutions too, like matmuls")
+def cudnn_tf32_off_by_default(patch):
+    import torch
+
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    patch.ran()
+    patch._undo.append(lambda: setattr(torch.backends.cudnn, "allow_tf32", before))
+
+
+@mutant("msamp-defaults-to-o1", "Accelerate's MS-AMP FP8 recipe defaults to opt_level 'O1' (FP8 weights and gradients only)")
+def msamp_defaults_to_o1(patch):
+    from accelerate.utils import MSAMPRecipeKwargs
+
+    def o1(original, self):
+        if self.opt_level is None:
+            self.opt_level = "O1"
+        return original(self)
+
+    patch.wrap(MSAMPRecipeKwargs, "__post_init__", o1)

@@ -89,3 +89,28 @@ def prepare_compiles_before_ddp(patch):
         return original(self, model, *args, **kwargs)
 
     patch.wrap(Accelerator, "prepare_model", prepare_model)
+
+
+# --- numa-cpu-affinity (pages-a) -----------------------------------------------------------------
+@mutant("accelerate-launch-leaves-omp-unset",
+        "accelerate launch leaves OMP_NUM_THREADS alone (only torchrun sets it), so each rank uses every core")
+def accelerate_launch_leaves_omp_unset(patch):
+    import accelerate.utils.launch
+
+    def without_omp(original, *args, **kwargs):
+        environment = original(*args, **kwargs)
+        environment.pop("OMP_NUM_THREADS", None)
+        return environment
+
+    patch.wrap(accelerate.utils.launch, "prepare_multi_gpu_env", without_omp)
+
+
+@mutant("accelerate-affinity-ignores-local-rank",
+        "--enable_cpu_affinity binds every process to the CPUs of GPU 0 instead of those of its own GPU")
+def accelerate_affinity_ignores_local_rank(patch):
+    import accelerate.utils.environment
+
+    def gpu_zero(original, local_process_index, verbose=None):
+        return original(0, verbose=verbose)
+
+    patch.wrap(accelerate.utils.environment, "override_numa_affinity", gpu_zero)
