@@ -13,9 +13,10 @@ from verify.paths import DOCS_DIR, ROOT
 # The share of in-scope questions a page answers fully. The issue's target is 0.85; it is reached only
 # when the planned pages land. Raise this floor as they do (it is the measured share, rounded down).
 # Question bank IV (issue 26) added 145 senior questions and re-opened 14 out-of-scope ones, most of
-# them "not yet": 217 of 384 in scope answered, 0.565.
+# them "not yet": 217 of 384 in scope answered, 0.565. After the eleven senior pages landed and 22
+# duplicate entries were merged: 291 of 447 in scope answered, 0.651.
 ANSWERED_SHARE_TARGET = 0.85
-ANSWERED_SHARE_FLOOR = 0.56
+ANSWERED_SHARE_FLOOR = 0.65
 
 PAGE = DOCS_DIR / "what-people-ask.md"
 
