@@ -403,6 +403,17 @@ def cudnn_tf32_off_by_default(patch):
     patch._undo.append(lambda: setattr(torch.backends.cudnn, "allow_tf32", before))
 
 
+@mutant("bf16-reduced-precision-off-by-default", "bf16 GEMMs reduce in full float32 unless you allow otherwise")
+def bf16_reduced_precision_off_by_default(patch):
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_bf16_reduced_precision_reduction
+    matmul.allow_bf16_reduced_precision_reduction = False
+    patch.ran()
+    patch._undo.append(lambda: setattr(matmul, "allow_bf16_reduced_precision_reduction", before))
+
+
 @mutant("msamp-defaults-to-o1", "Accelerate's MS-AMP FP8 recipe defaults to opt_level 'O1' (FP8 weights and gradients only)")
 def msamp_defaults_to_o1(patch):
     from accelerate.utils import MSAMPRecipeKwargs

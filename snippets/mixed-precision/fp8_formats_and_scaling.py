@@ -49,14 +49,15 @@ _claims.equal(
     e5m2_of_2_pow_minus_16=round_trip(torch.tensor([2.0**-16]), E5M2).item(),
 )
 
-past_the_max = [str(round_trip(torch.tensor([1000.0]), E4M3).item()), str(round_trip(torch.tensor([1e5]), E5M2).item())]
-in_range = [str(round_trip(torch.tensor([400.0]), E4M3).item()), str(round_trip(torch.tensor([5e4]), E5M2).item())]
+through = lambda value, dtype: str(round_trip(torch.tensor([value]), dtype).item())
+# E5M2 rounds to nearest: up to half a step (4096) past 57,344 still rounds down to it; 61,440 is the midpoint
+past_the_max = [through(1000.0, E4M3), through(float("inf"), E4M3), through(61439.0, E5M2), through(61440.0, E5M2), through(1e5, E5M2)]
+in_range = [through(400.0, E4M3), through(300.0, E4M3), through(5e4, E5M2), through(4e4, E5M2), through(3e4, E5M2)]
 _claims.equal(
     "e4m3_saturates_e5m2_overflows",
     measured=past_the_max,
     control=in_range,
-    expected=["448.0", "inf"],
-    e4m3_of_inf=str(round_trip(torch.tensor([float("inf")]), E4M3).item()),
+    expected=["448.0", "448.0", "57344.0", "inf", "inf"],
 )
 
 generator = torch.Generator().manual_seed(0)

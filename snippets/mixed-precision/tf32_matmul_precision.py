@@ -5,7 +5,8 @@
 # even) by integer arithmetic on its bit pattern. The emulation is first checked against torch's own
 # bfloat16 cast (k = 7), then used at k = 10.
 #  * defaults, read with nothing set: float32 matmul precision "highest", matmul allow_tf32 False,
-#    cuDNN (convolutions) allow_tf32 True. Controls: the same reads after setting them.
+#    cuDNN (convolutions) allow_tf32 True, bf16 GEMMs' reduced-precision reduction allowed (True).
+#    Controls: the same reads after setting them.
 #  * accuracy of a 256x1024 @ 1024x256 matmul against float64: TF32-rounded inputs against float32
 #    ones, and bf16-rounded against TF32-rounded; x @ I with TF32 inputs changes x.
 #
@@ -19,6 +20,7 @@ import _claims
 default_precision = torch.get_float32_matmul_precision()
 default_matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
 default_cudnn_tf32 = torch.backends.cudnn.allow_tf32
+default_bf16_reduction = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
 
 accelerator = Accelerator()  # every rank checks the same arithmetic
 
@@ -40,6 +42,16 @@ _claims.equal(
     "cudnn_tf32_is_on_by_default",
     measured=default_cudnn_tf32,
     control=cudnn_after_setting,
+    expected=True,
+)
+
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False  # the control: full-precision bf16 sums
+bf16_reduction_after_setting = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = default_bf16_reduction
+_claims.equal(
+    "bf16_reduced_precision_reduction_is_on_by_default",
+    measured=default_bf16_reduction,
+    control=bf16_reduction_after_setting,
     expected=True,
 )
 
