@@ -3,8 +3,8 @@
 # ||w||, which differs from layer to layer by the ratio of gradient to weight norms; LARS multiplies
 # each layer's step by its trust ratio ||w|| / ||g||, so every layer moves by the same fraction lr of its
 # norm, and a gradient k times larger (a summed instead of averaged loss, a bigger batch) changes nothing.
-# LAMB does the same to Adam's update direction. Negative controls: the same step without the trust
-# ratio (plain SGD, plain Adam).
+# LAMB does the same to Adam's update direction. Negative controls: the same SGD step on trust-ratio-scaled
+# gradients (LARS), the same Adam step with its update trust-ratio-scaled (LAMB), plain SGD for the scale.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 --main_process_port 0 snippets/training-mechanics/layerwise_trust_ratio.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -45,6 +45,18 @@ def relative_updates(weights, grads, optimizer_class):
     return [((p.detach() - w).norm() / w.norm()).item() for p, w in zip(params, weights)]
 
 
+def lamb_relative_updates(weights, grads):
+    """LAMB's step: the same torch Adam step, its update rescaled per layer by the trust ratio ||w|| / ||r||,
+    r = update / lr being Adam's direction (no weight decay); torch has no LAMB."""
+    params = [torch.nn.Parameter(w.clone()) for w in weights]
+    for param, grad in zip(params, grads):
+        param.grad = grad.clone()
+    torch.optim.Adam(params, lr=LR).step()
+    updates = [p.detach() - w for p, w in zip(params, weights)]
+    lamb = [LR * (w.norm() / (update / LR).norm()) * (update / LR) for w, update in zip(weights, updates)]
+    return [(step.norm() / w.norm()).item() for step, w in zip(lamb, weights)]
+
+
 def spread(values):
     return max(values) / min(values)
 
@@ -65,12 +77,14 @@ _claims.at_least(
 )
 
 adam = relative_updates(weights, grads, torch.optim.Adam)
+lamb = lamb_relative_updates(weights, grads)
 _claims.at_least(
     "adam_also_moves_layers_by_different_fractions",
     measured=spread(adam),
-    control=spread(lars),
+    control=spread(lamb),  # the same Adam step with LAMB's per-layer trust ratio
     bound=2.0,
     adam_relative_update=adam,
+    lamb_relative_update=lamb,
     weight_norm=[w.norm().item() for w in weights],
     elements=[w.numel() for w in weights],
 )
