@@ -111,3 +111,26 @@ def test_a_sentence_keeps_the_pages_its_own_links_point_to(tmp_path, monkeypatch
     first, second = prose.sentences(page)
     assert first.links == ("questions/b/owner.md",)
     assert second.links == ("",)
+
+
+def test_a_default_inside_a_quotation_is_not_the_pages_own_statement():
+    def finding(paragraph, text=None):
+        text = text or paragraph
+        return prose.default_findings(None, [prose.Sentence("p.md", 1, text, paragraph)], set())
+    assert not finding('The guide says "Accelerate automagically does this for you by default." It does not.',
+                       'The guide says "Accelerate automagically does this for you by default.')
+    # a quotation holding a full stop: the second sentence starts inside it
+    paragraph = 'It warns "Use torchrun. Note that --use-env is set by default in torchrun" (the proof reads it).'
+    assert not finding(paragraph, 'Note that --use-env is set by default in torchrun" (the proof reads it).')
+    assert finding('`reduce` defaults to `"sum"` here.')
+    assert finding('It says "sum" and, by default, averages.')
+
+
+def test_a_default_sentence_may_rest_on_a_claim_of_the_page_it_links_to():
+    text = "Gloo's timeout is 30 minutes by default (process-group timeouts)."
+    raw = "Gloo's timeout is 30 minutes by default ([process-group timeouts](../l/t.md)).\n<!-- default: timeout_default -->"
+    linked = {"questions/l/t.md": {"timeout_default"}}
+    found = [prose.Sentence("questions/a/p.md", 1, text, raw, ("questions/l/t.md",))]
+    assert not prose.default_findings(None, found, set(), linked)
+    unlinked = [prose.Sentence("questions/a/p.md", 1, text, raw, ())]
+    assert prose.default_findings(None, unlinked, set(), linked)

@@ -179,13 +179,36 @@ def version_findings(page, found: list[Sentence], pinned: set[str] | None = None
     return bad
 
 
-def default_findings(page, found: list[Sentence], omitting: set[str]) -> list[Sentence]:
+def quoted_spans(text: str) -> list[tuple[int, int]]:
+    """Where `text` quotes someone else ("..." or “...”), quotes inside `code` left out."""
+    masked = re.sub(r"`[^`]*`", lambda code: "_" * len(code.group(0)), text)
+    return [match.span() for match in re.finditer(r'"[^"]*"|“[^”]*”', masked)]
+
+
+def own_default_words(sentence: Sentence) -> list[str]:
+    """The default words the page says itself, not those inside a quotation (of a docstring, a warning, the
+    docs under review): the quotation is found in the whole paragraph, since a quote may hold a full stop."""
+    paragraph = plain(sentence.paragraph)
+    start = paragraph.find(sentence.text)
+    text, spans = (paragraph, quoted_spans(paragraph)) if start >= 0 else (sentence.text, quoted_spans(sentence.text))
+    start = max(start, 0)
+    return [
+        match.group(0)
+        for match in DEFAULT_WORDS.finditer(text, start, start + len(sentence.text))
+        if not any(a <= match.start() and match.end() <= b for a, b in spans)
+    ]
+
+
+def default_findings(page, found: list[Sentence], omitting: set[str], linked_omitting=None) -> list[Sentence]:
+    """Default sentences without their backing: a claim that omits the argument, of this page or of a page the
+    sentence links to (`linked_omitting`: page -> its claims that declare `omits:`), named in the paragraph."""
     bad = []
     for sentence in found:
-        if not DEFAULT_WORDS.search(sentence.text):
+        if not own_default_words(sentence):
             continue
         marked = {name.strip() for mark in DEFAULT_MARK.findall(sentence.paragraph) for name in mark.split(",")}
-        if not marked & omitting:
+        reachable = omitting.union(*((linked_omitting or {}).get(target, set()) for target in sentence.links))
+        if not marked & reachable:
             bad.append(sentence)
     return bad
 
@@ -217,17 +240,25 @@ def edges_by_page(pages) -> dict[str, set[str]]:
     return {str(page.path.relative_to(DOCS_DIR)): range_edges(page) for page in pages}
 
 
+def omitting_claims(page) -> set[str]:
+    return {claim_id for claim_id, claim in page_claims(page).items() if getattr(claim, "omits", ())}
+
+
+def omitting_by_page(pages) -> dict[str, set[str]]:
+    return {str(page.path.relative_to(DOCS_DIR)): omitting_claims(page) for page in pages}
+
+
 def findings() -> dict[str, list[str]]:
     """kind -> sorted finding keys ('page: first words'), each with its line for the reader."""
     pages = question_pages(load_pages())
     every, out = [], {"version": [], "default": [], "repeat": []}
-    linked_edges = edges_by_page(pages)
+    linked_edges, linked_omitting = edges_by_page(pages), omitting_by_page(pages)
     for page in pages:
         found = sentences(page.path)
         every += found
-        omitting = {claim_id for claim_id, claim in page_claims(page).items() if getattr(claim, "omits", ())}
         out["version"] += [f"{s.page}: {s.key}" for s in version_findings(page, found, linked_edges=linked_edges)]
-        out["default"] += [f"{s.page}: {s.key}" for s in default_findings(page, found, omitting)]
+        defaults = default_findings(page, found, omitting_claims(page), linked_omitting)
+        out["default"] += [f"{s.page}: {s.key}" for s in defaults]
     deliberate = {(entry["pages"][0], entry["pages"][1], entry["starts"]) for entry in read_yaml(DELIBERATE) or []}
     for a, b in repeated(every):
         if (a.page, b.page, a.key) not in deliberate:
@@ -242,15 +273,14 @@ def read_yaml(path: Path):
 def located(kind: str) -> list[str]:
     """The findings of one kind with their lines, for a person to open."""
     pages = question_pages(load_pages())
-    linked_edges = edges_by_page(pages)
+    linked_edges, linked_omitting = edges_by_page(pages), omitting_by_page(pages)
     lines = []
     for page in pages:
         found = sentences(page.path)
-        omitting = {claim_id for claim_id, claim in page_claims(page).items() if getattr(claim, "omits", ())}
         if kind == "version":
             chosen = version_findings(page, found, linked_edges=linked_edges)
         else:
-            chosen = default_findings(page, found, omitting)
+            chosen = default_findings(page, found, omitting_claims(page), linked_omitting)
         lines += [f"{s.page}:{s.line}: {s.text[:160]}" for s in chosen]
     return lines
 
