@@ -104,6 +104,21 @@ def check_trigger_drops_the_flag(patch):
     patch.wrap(Accelerator, "check_trigger", check_trigger)
 
 
+@mutant("accelerator-reduce-defaults-to-mean",
+        "Accelerator.reduce averages unless told otherwise (reduction defaults to 'mean', not 'sum'), so "
+        "check_trigger sees 1/world of one rank's flag")
+def accelerator_reduce_defaults_to_mean(patch):
+    from accelerate import Accelerator
+
+    def reduce(original, self, tensor, reduction=None, scale=1.0):
+        if reduction is not None:
+            return original(self, tensor, reduction, scale)
+        # the mean of the sum, out of place: accelerate's own "mean" divides in place and refuses the int flag
+        return original(self, tensor, "sum", scale) / self.num_processes
+
+    patch.wrap(Accelerator, "reduce", reduce)
+
+
 @mutant("all-reduce-max-takes-min",
         "all_reduce with ReduceOp.MAX returns the minimum (the flag of a rank that did not want to stop wins)")
 def all_reduce_max_takes_min(patch):
