@@ -205,6 +205,19 @@ def max_restarts_ignored(patch):
     patch.wrap(run_module, "config_from_args", config_from_args)
 
 
+@mutant("torchrun-restarts-by-default",
+        "torchrun restarts a failed worker group unless told not to (--max-restarts defaults to 3, not 0)")
+def torchrun_restarts_by_default(patch):
+    import torch.distributed.run as run_module
+
+    def get_args_parser(original):
+        parser = original()
+        parser.set_defaults(max_restarts=3)  # only a command line without --max-restarts sees it
+        return parser
+
+    patch.wrap(run_module, "get_args_parser", get_args_parser)
+
+
 @mutant("agent-leaves-healthy-workers-running",
         "when one worker fails, torchrun's agent sends the other workers no signal and waits for them to end "
         "by themselves")
