@@ -180,9 +180,10 @@ def version_findings(page, found: list[Sentence], pinned: set[str] | None = None
 
 
 def quoted_spans(text: str) -> list[tuple[int, int]]:
-    """Where `text` quotes someone else ("..." or “...”), quotes inside `code` left out."""
-    masked = re.sub(r"`[^`]*`", lambda code: "_" * len(code.group(0)), text)
-    return [match.span() for match in re.finditer(r'"[^"]*"|“[^”]*”', masked)]
+    """Where `text` quotes someone else: "..." or “...” (quote marks inside `code` left out), and `code` itself."""
+    code = [match.span() for match in re.finditer(r"`[^`]*`", text)]
+    masked = re.sub(r"`[^`]*`", lambda found: "_" * len(found.group(0)), text)
+    return code + [match.span() for match in re.finditer(r'"[^"]*"|“[^”]*”', masked)]
 
 
 def own_default_words(sentence: Sentence) -> list[str]:
