@@ -123,6 +123,8 @@ def test_a_default_inside_a_quotation_is_not_the_pages_own_statement():
     paragraph = 'It warns "Use torchrun. Note that --use-env is set by default in torchrun" (the proof reads it).'
     assert not finding(paragraph, 'Note that --use-env is set by default in torchrun" (the proof reads it).')
     assert finding('`reduce` defaults to `"sum"` here.')
+    # an admonition's title is the page's own question
+    assert finding('??? note "Why is it off although its documented default is True?" Because.')
     # a decorator's message quoted as code is the library's text too
     assert not finding('`main` is decorated `@deprecated("Note that --use-env is set by default in torchrun.")`.')
     assert finding('It says "sum" and, by default, averages.')

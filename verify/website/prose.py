@@ -183,6 +183,9 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
     """Where `text` quotes someone else: "..." or “...” (quote marks inside `code` left out), and `code` itself."""
     code = [match.span() for match in re.finditer(r"`[^`]*`", text)]
     masked = re.sub(r"`[^`]*`", lambda found: "_" * len(found.group(0)), text)
+    # an admonition's title (??? note "Why ...?") is the page's own question, not a quotation
+    masked = re.sub(r'^([?!]{3}\+?\s+[\w-]+\s+)"([^"]*)"', lambda found: found.group(1) + " " * (len(found.group(2)) + 2),
+                    masked)
     return code + [match.span() for match in re.finditer(r'"[^"]*"|“[^”]*”', masked)]
 
 
