@@ -44,6 +44,20 @@ def fully_shard_keeps_params_by_default(patch):
 
 
 @mutant(
+    "fully-shard-reshards-root-by-default",
+    "fully_shard frees a root unit's parameters after forward unless told otherwise (reshard_after_forward "
+    "defaults to True for every unit)",
+)
+def fully_shard_reshards_root_by_default(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        return original(module, *args, **{"reshard_after_forward": True, **kwargs})
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
     "fsdp-reshards-regardless",
     "fully_shard ignores reshard_after_forward=False: parameters are freed after forward and gathered again",
 )
