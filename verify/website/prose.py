@@ -29,10 +29,10 @@ from pathlib import Path
 import yaml
 
 from verify.pages import load_pages, question_pages
-from verify.paths import DOCS_DIR, ROOT
+from verify.paths import DELIBERATE_REPEATS, DOCS_DIR, PROSE_BACKLOG, PYPROJECT
 
-BACKLOG = ROOT / "data" / "prose-backlog.yaml"
-DELIBERATE = ROOT / "data" / "deliberate-repeats.yaml"
+BACKLOG = PROSE_BACKLOG
+DELIBERATE = DELIBERATE_REPEATS
 SKIPPED_SECTIONS = ("sources",)  # citations repeat by nature
 # "up to 4.0" and "up to 4.8e-7" are values, so "up to" counts only before a release's form: v1.8, 1.8.1 or
 # a library's name with its number.
@@ -132,7 +132,7 @@ def linked_page(page: str, target: str) -> str:
 def pinned_releases() -> set[str]:
     """'torch 2.13', 'torch 2.13.0', '1.15.0', ...: the ways a sentence names a release pyproject.toml pins."""
     names = set()
-    for name, version in re.findall(r'"([A-Za-z0-9_.-]+)==([0-9.]+)"', (ROOT / "pyproject.toml").read_text()):
+    for name, version in re.findall(r'"([A-Za-z0-9_.-]+)==([0-9.]+)"', PYPROJECT.read_text()):
         short = ".".join(version.split(".")[:2])
         names |= {f"{name.lower()} {short}", f"{name.lower()} {version}", version}
     return names
