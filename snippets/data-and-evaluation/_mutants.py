@@ -235,3 +235,18 @@ def batch_sampler_shard_ignores_drop_last(patch):
         self.drop_last = False  # read as if the DataLoader had not set it
 
     patch.wrap(BatchSamplerShard, "__init__", init)
+
+
+@mutant("join-divides-by-ranks-left-by-default",
+        "Under torch's Join, DDP divides a joined step's gradient by the ranks still training unless told "
+        "otherwise (divide_by_initial_world_size defaults to False)")
+def join_divides_by_ranks_left_by_default(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    mark = _reached_in_forked_children(patch)
+
+    def join_hook(original, self, **kwargs):
+        mark()
+        return original(self, **{"divide_by_initial_world_size": False, **kwargs})
+
+    patch.wrap(DistributedDataParallel, "join_hook", join_hook)
