@@ -105,5 +105,6 @@ def test_thirty_second_answer_fits_in_thirty_seconds(page):
     text = page.path.read_text()
     block = re.search(r'\?\?\? success "30-second answer"\n((?:    .*\n|\n)+)', text)
     assert block, f"{page.slug}: no 30-second answer"
-    words = len(re.findall(r"[A-Za-z0-9][\w.'+/-]*|[\u4e00-\u9fff]", block.group(1)))
+    spoken = re.sub(r"<!--.*?-->", " ", block.group(1), flags=re.S)  # markers for the checks are not read aloud
+    words = len(re.findall(r"[A-Za-z0-9][\w.'+/-]*|[\u4e00-\u9fff]", spoken))
     assert words <= 90, f"{page.slug}: the 30-second answer has {words} words (at most 90)"

@@ -18,6 +18,9 @@ LABS_DIR = DOCS_DIR / "labs"
 LEDGER_FILE = ROOT / "data" / "question-ledger.yaml"
 EXCERPTS_DIR = ROOT / "data" / "excerpts"  # dated excerpts of sources that are not installed (data/levels-spec.md)
 LEVELS_BACKLOG = ROOT / "data" / "levels-backlog.txt"  # pages whose Mechanism is not yet labelled; only shrinks
+PROSE_BACKLOG = ROOT / "data" / "prose-backlog.yaml"  # prose findings not yet fixed (verify/website/prose.py); only shrinks
+DELIBERATE_REPEATS = ROOT / "data" / "deliberate-repeats.yaml"  # sentences on two pages on purpose, with why
+PYPROJECT = ROOT / "pyproject.toml"  # the pinned releases a page's prose may name as "the pinned release"
 # Evidence measured on a reference machine and committed, shown by the site where this machine has none yet
 # (refreshed from EVIDENCE_DIR by `python -m verify.website.reference`).
 REFERENCE_DIR = ROOT / "reference-evidence"

@@ -167,6 +167,17 @@ def accelerate_detects_cpu_without_flag(patch):
     patch.wrap(PartialState, "_prepare_backend", prepare_backend)
 
 
+@mutant("device-placement-off-by-default",
+        "Accelerator leaves the model where it is unless device_placement=True is passed")
+def device_placement_off_by_default(patch):
+    from accelerate import Accelerator
+
+    def init(original, self, *args, **kwargs):
+        return original(self, *args, **{"device_placement": False, **kwargs})
+
+    patch.wrap(Accelerator, "__init__", init)
+
+
 @mutant("default-device-prefers-cuda-over-mps", "PartialState.default_device checks CUDA before Apple's MPS")
 def default_device_prefers_cuda_over_mps(patch):
     import torch

@@ -7,10 +7,11 @@
 #      node, both are equal, which hides the handout's `args.local_rank = int(dist.get_rank())`.
 #      We read the environment torchrun gives the one process of node 2 in a 2 nodes x 1 process job
 #      (RANK=1, LOCAL_RANK=0) with Accelerate's own parser. Negative control: the global rank says 1.
+#   4. With device_placement left out, prepare() moves the model with model.to(accelerator.device) once.
+#      Negative control: prepare_model(model, device_placement=False) never calls .to().
 #
-#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
-#       snippets/accelerate-api/prepare_wraps_model_and_picks_device.py
-#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
+#   accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/prepare_wraps_model_and_picks_device.py
+#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
 import os
 from unittest import mock
 
@@ -41,6 +42,30 @@ _claims.equal(
     measured=accelerator.unwrap_model(prepared) is model,
     control=prepared is model,
     expected=True,
+)
+
+
+
+class RecordsMoves(torch.nn.Linear):
+    """A Linear that notes every device it is moved to with .to()."""
+
+    def __init__(self):
+        super().__init__(4, 1)
+        self.moved_to = []
+
+    def to(self, *args, **kwargs):
+        self.moved_to.append(str(args[0] if args else kwargs.get("device")))
+        return super().to(*args, **kwargs)
+
+
+placed, left = RecordsMoves(), RecordsMoves()
+accelerator.prepare(placed)  # device_placement left out, at Accelerator() and at prepare
+accelerator.prepare_model(left, device_placement=False)
+_claims.equal(
+    "prepare_moves_the_model_by_default",
+    measured=placed.moved_to,
+    control=left.moved_to,
+    expected=[str(accelerator.device)],
 )
 
 # The environment torchrun sets for the single process of the SECOND node (node_rank=1) of a

@@ -118,6 +118,17 @@ def pad_across_processes_ignores_dim(patch):
     patch.replace(accelerator_module, "pad_across_processes", pad_across_processes)
 
 
+@mutant("pad-index-defaults-to-minus-100",
+        "Accelerator.pad_across_processes pads with -100 (the label-ignore index) unless given a pad_index")
+def pad_index_defaults_to_minus_100(patch):
+    from accelerate import Accelerator
+
+    def pad_across_processes(original, self, tensor, dim=0, pad_index=-100, pad_first=False):
+        return original(self, tensor, dim=dim, pad_index=pad_index, pad_first=pad_first)
+
+    patch.wrap(Accelerator, "pad_across_processes", pad_across_processes)
+
+
 @mutant("split-between-processes-duplicates",
         "split_between_processes gives every rank all the inputs instead of its own chunk")
 def split_between_processes_duplicates(patch):
@@ -259,3 +270,18 @@ def gather_for_metrics_cuts_with_any_batch_sampler(patch):
         return original.fget(self)
 
     patch.replace(DataLoaderShard, "total_batch_size", property(total_batch_size))
+
+
+@mutant("join-divides-by-ranks-left-by-default",
+        "Under torch's Join, DDP divides a joined step's gradient by the ranks still training unless told "
+        "otherwise (divide_by_initial_world_size defaults to False)")
+def join_divides_by_ranks_left_by_default(patch):
+    from torch.nn.parallel import DistributedDataParallel
+
+    mark = _reached_in_forked_children(patch)
+
+    def join_hook(original, self, **kwargs):
+        mark()
+        return original(self, **{"divide_by_initial_world_size": False, **kwargs})
+
+    patch.wrap(DistributedDataParallel, "join_hook", join_hook)

@@ -6,7 +6,9 @@
 # padding is stripped again. With ACCELERATE_DEBUG_MODE (PartialState().debug) gather checks the shapes first
 # and raises a readable error on every rank instead. A batch of sequences, shape (2, length), is padded on
 # dim 1, the length; padding dim 0 (the batch) leaves the lengths unequal.
-# Negative controls: the same gather without pad_across_processes; padding dim 0 instead of dim 1.
+# Left out, pad_index is 0: the positions added to rank 0's sequences hold 0.
+# Negative controls: the same gather without pad_across_processes; padding dim 0 instead of dim 1;
+# pad_index=-100 given.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/pad_across_processes_then_gather.py
@@ -104,6 +106,28 @@ _claims.equal(
     expected=2 * accelerator.num_processes,
     gathered_shape_dim1=shape_dim1,
     local_shape_after_padding_dim0=shape_dim0,
+)
+
+
+# --- 2c. the value it pads with when pad_index is left out ---
+def fill_of_the_shorter_rank(**pad_index):
+    """The values pad_across_processes(dim=1) put after rank 0's 3 tokens (its batch is padded to 5)."""
+    padded = accelerator.pad_across_processes(generated_batch(accelerator.process_index), dim=1, **pad_index)
+    state.debug = True  # unequal shapes (nothing padded) raise on every rank instead of breaking the group
+    try:
+        gathered = accelerator.gather(padded)  # rank 0's 2 rows come first
+    except DistributedOperationException:
+        return None
+    finally:
+        state.debug = debug
+    return sorted(set(gathered[:2, 3:].flatten().tolist()))
+
+
+_claims.equal(
+    "pad_index_defaults_to_zero",
+    measured=fill_of_the_shorter_rank(),  # pad_index left out
+    control=fill_of_the_shorter_rank(pad_index=PAD),
+    expected=[0],
 )
 
 # --- 3. without padding the gather itself breaks: shown in forked children, never in the launched ranks ---

@@ -12,8 +12,10 @@
 #   * torch's Join lets a rank that ran out of batches shadow the other's all-reduces, so both finish;
 #     without it, the rank with the extra batch fails in its all-reduce (here at once, because the other
 #     process has exited; run in 2 forked children with their own process group and a hard time limit).
+#   * Join's options left out, the joined step divides rank 0's gradient by the initial world size (2):
+#     its weight equals one process's run whose last step takes half that gradient.
 # Negative controls: even_batches=False; plain gather; drop_last=False; the multi-GPU branch of
-# join_uneven_inputs; no Join.
+# join_uneven_inputs; no Join; Join(divide_by_initial_world_size=False) for the joined step's divisor.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 \
 #       snippets/data-and-evaluation/uneven_batches_and_join.py
@@ -149,13 +151,13 @@ _claims.equal(
 
 
 # --- 3. torch's Join (what join_uneven_inputs enters on GPUs) lets uneven ranks finish ---
-def uneven_training(use_join):
+def uneven_training(use_join, **join_options):
     def per_rank(rank):
         torch.manual_seed(0)  # same initial weights on both ranks (DDP broadcasts rank 0's anyway)
         ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
         sgd = torch.optim.SGD(ddp.parameters(), lr=0.01)
         my_batches = [dataset[0:4], dataset[8:10]] if rank == 0 else [dataset[4:8]]  # 2 batches vs 1
-        with Join([ddp]) if use_join else contextlib.nullcontext():
+        with Join([ddp], **join_options) if use_join else contextlib.nullcontext():
             for batch in my_batches:
                 ddp(batch).pow(2).mean().backward()  # DDP all-reduces the gradients here
                 sgd.step()
@@ -176,5 +178,37 @@ if accelerator.is_main_process:  # one pair of forked children is enough; rank 1
         with_join={str(rank): value for rank, value in sorted(joined.items())},
         without_join={str(rank): value for rank, value in sorted(unjoined.items())},
         exit_codes=[joined_codes, unjoined_codes],
+    )
+
+    # What the joined step averages: rank 0's last batch, with rank 1 joined, against one process that
+    # takes the first step on the mean gradient of both ranks' batches and the second on half of rank 0's
+    # last gradient (divided by the initial world size, 2) or on all of it (divided by the 1 rank left).
+    def one_process_weight(last_step_share):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(1, 1)
+        sgd = torch.optim.SGD(layer.parameters(), lr=0.01)
+        for batches, share in (([dataset[0:4], dataset[4:8]], 0.5), ([dataset[8:10]], last_step_share)):
+            for batch in batches:
+                (layer(batch).pow(2).mean() * share).backward()
+            sgd.step()
+            sgd.zero_grad()
+        return layer.weight.item()
+
+    per_current_ranks, _ = uneven_training(use_join=True, divide_by_initial_world_size=False)
+    halved, whole = one_process_weight(0.5), one_process_weight(1.0)
+    def rank0_weight(outcome):
+        status, value = outcome.get(0, (None, None))
+        return value["weight"] if status == "finished" else float("inf")  # a failed child matches nothing
+
+    rank0_default, rank0_current = rank0_weight(joined), rank0_weight(per_current_ranks)
+    _claims.at_most(
+        "joined_step_divides_by_the_initial_world_size",
+        measured=abs(rank0_default - halved),  # Join's options left out
+        control=abs(rank0_current - halved),  # divide_by_initial_world_size=False
+        tolerance=1e-6,
+        rank0_weight_default=rank0_default,
+        rank0_weight_divided_by_ranks_left=rank0_current,
+        one_process_half_last_step=halved,
+        one_process_whole_last_step=whole,
     )
 accelerator.wait_for_everyone()

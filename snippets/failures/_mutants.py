@@ -104,6 +104,21 @@ def check_trigger_drops_the_flag(patch):
     patch.wrap(Accelerator, "check_trigger", check_trigger)
 
 
+@mutant("accelerator-reduce-defaults-to-mean",
+        "Accelerator.reduce averages unless told otherwise (reduction defaults to 'mean', not 'sum'), so "
+        "check_trigger sees 1/world of one rank's flag")
+def accelerator_reduce_defaults_to_mean(patch):
+    from accelerate import Accelerator
+
+    def reduce(original, self, tensor, reduction=None, scale=1.0):
+        if reduction is not None:
+            return original(self, tensor, reduction, scale)
+        # the mean of the sum, out of place: accelerate's own "mean" divides in place and refuses the int flag
+        return original(self, tensor, "sum", scale) / self.num_processes
+
+    patch.wrap(Accelerator, "reduce", reduce)
+
+
 @mutant("all-reduce-max-takes-min",
         "all_reduce with ReduceOp.MAX returns the minimum (the flag of a rank that did not want to stop wins)")
 def all_reduce_max_takes_min(patch):
@@ -188,6 +203,19 @@ def max_restarts_ignored(patch):
         return config, command, command_args
 
     patch.wrap(run_module, "config_from_args", config_from_args)
+
+
+@mutant("torchrun-restarts-by-default",
+        "torchrun restarts a failed worker group unless told not to (--max-restarts defaults to 3, not 0)")
+def torchrun_restarts_by_default(patch):
+    import torch.distributed.run as run_module
+
+    def get_args_parser(original):
+        parser = original()
+        parser.set_defaults(max_restarts=3)  # only a command line without --max-restarts sees it
+        return parser
+
+    patch.wrap(run_module, "get_args_parser", get_args_parser)
 
 
 @mutant("agent-leaves-healthy-workers-running",

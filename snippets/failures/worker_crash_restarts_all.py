@@ -1,13 +1,13 @@
 # One worker of a torchrun job crashes. The elastic agent (the torchrun process) notices, stops the
 # OTHER worker too (SIGTERM), and, with --max-restarts 1, starts the whole local worker group again:
-# both workers run once more, and each sees TORCHELASTIC_RESTART_COUNT=1. With the default
-# --max-restarts 0 the agent stops everything and torchrun fails with ChildFailedError.
+# both workers run once more, and each sees TORCHELASTIC_RESTART_COUNT=1. With --max-restarts left at
+# its default, 0, the agent stops everything and torchrun fails with ChildFailedError.
 # Each rank of this snippet forks one child launcher that calls torch.distributed.run.main (what the
-# `torchrun` command runs): rank 0 with --max-restarts 1, rank 1 with --max-restarts 0, at the same time.
+# `torchrun` command runs): rank 0 with --max-restarts 1, rank 1 without the flag, at the same time.
 # The job's workers are plain Python (no torch import, so each starts in milliseconds): 3 "steps" in
 # lockstep, each ending at a file barrier that stands in for DDP's gradient all-reduce; worker 1
 # raises at step 1 of the first attempt only.
-# Negative controls: the same job with --max-restarts 0 (nobody runs again; the launcher returns
+# Negative controls: the same job without --max-restarts (nobody runs again; the launcher returns
 # normally only when restarts are left); worker 0 in the attempt where nothing crashed (it finishes).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/failures/worker_crash_restarts_all.py
@@ -87,7 +87,8 @@ def torchrun(max_restarts, workdir):
     script, out = pathlib.Path(workdir, "job.py"), pathlib.Path(workdir, "out")
     script.write_text(JOB)
     out.mkdir()
-    argv = ["--nproc_per_node", "2", "--max-restarts", str(max_restarts), "--master_port", str(free_port()),
+    restarts = [] if max_restarts is None else ["--max-restarts", str(max_restarts)]  # None: torchrun's default
+    argv = ["--nproc_per_node", "2", *restarts, "--master_port", str(free_port()),
             str(script), str(out), str(BARRIER_TIMEOUT_S)]
     result, log = pathlib.Path(workdir, "launcher.json"), pathlib.Path(workdir, "launcher.log")
     pid = os.fork()
@@ -121,8 +122,8 @@ def torchrun(max_restarts, workdir):
 
 
 with tempfile.TemporaryDirectory() as workdir:
-    # rank 0: --max-restarts 1; rank 1: the control, torchrun's default --max-restarts 0
-    mine = torchrun(max_restarts=1 if state.process_index == 0 else 0, workdir=workdir)
+    # rank 0: --max-restarts 1; rank 1: the control, --max-restarts left out so that torchrun's default (0) decides
+    mine = torchrun(max_restarts=1 if state.process_index == 0 else None, workdir=workdir)
 launches = gather_object([mine])
 with_restart, without_restart = launches[0], launches[1]
 
@@ -173,4 +174,6 @@ if state.is_main_process:
         control=with_restart["raised"],
         expected="ChildFailedError",
         failures_exit_codes=without_restart["failures"],  # by global rank
+        # what the agent told its workers when --max-restarts was left out (TORCHELASTIC_MAX_RESTARTS)
+        max_restarts_seen_by_default=sorted({w["max_restarts"] for w in without_restart["workers"]}),
     )

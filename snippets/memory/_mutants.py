@@ -20,6 +20,18 @@ def checkpoint_forgets_rng_state(patch):
     patch.wrap(torch.utils.checkpoint, "checkpoint", fresh_rng)
 
 
+@mutant("checkpoint-rng-off-by-default",
+        "checkpoint restores the RNG state only when asked (preserve_rng_state defaults to False), so dropout "
+        "draws a new mask in the recomputation")
+def checkpoint_rng_off_by_default(patch):
+    import torch.utils.checkpoint
+
+    def rng_off_unless_given(original, function, *args, **kwargs):
+        return original(function, *args, **{"preserve_rng_state": False, **kwargs})
+
+    patch.wrap(torch.utils.checkpoint, "checkpoint", rng_off_unless_given)
+
+
 @mutant("init-empty-weights-allocates", "init_empty_weights builds the model with real, allocated weights")
 def init_empty_weights_allocates(patch):
     import contextlib

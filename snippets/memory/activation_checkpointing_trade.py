@@ -1,6 +1,7 @@
 # Activation checkpointing trades compute for memory: the checkpointed blocks keep only their inputs
 # for backward and run their forward a second time during backward. With dropout inside, the
-# recomputation replays the same random mask because checkpoint restores the RNG state, so the
+# recomputation replays the same random mask because checkpoint restores the RNG state (its default:
+# the run leaves preserve_rng_state out), so the
 # gradients equal those of the plain model. Negative controls: the same model without checkpointing,
 # and checkpointing with preserve_rng_state=False.
 #
@@ -33,7 +34,7 @@ class Block(torch.nn.Module):
 
 
 class Model(torch.nn.Module):
-    def __init__(self, use_checkpoint, preserve_rng_state=True):
+    def __init__(self, use_checkpoint, preserve_rng_state=None):
         super().__init__()
         self.blocks = torch.nn.ModuleList(Block() for _ in range(BLOCKS))
         self.use_checkpoint, self.preserve_rng_state = use_checkpoint, preserve_rng_state
@@ -41,7 +42,9 @@ class Model(torch.nn.Module):
     def forward(self, x):
         for block in self.blocks:
             if self.use_checkpoint:
-                x = checkpoint(block, x, use_reentrant=False, preserve_rng_state=self.preserve_rng_state)
+                # None leaves preserve_rng_state out, so that the run reads torch's default
+                given = {} if self.preserve_rng_state is None else {"preserve_rng_state": self.preserve_rng_state}
+                x = checkpoint(block, x, use_reentrant=False, **given)
             else:
                 x = block(x)
         return x.pow(2).mean()
@@ -53,7 +56,7 @@ reference = Model(use_checkpoint=False)
 x = torch.randn(BATCH, WIDTH, device=accelerator.device)
 
 
-def one_step(use_checkpoint, preserve_rng_state=True):
+def one_step(use_checkpoint, preserve_rng_state=None):
     """Bytes autograd keeps for backward, forward calls and completed forwards per block, and the gradients."""
     model = copy.deepcopy(reference)
     model.use_checkpoint, model.preserve_rng_state = use_checkpoint, preserve_rng_state

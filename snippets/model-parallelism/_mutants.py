@@ -209,3 +209,18 @@ def switch_router_ignores_capacity(patch):
             self.expert_capacity = capacity
 
     patch.wrap(SwitchTransformersTop1Router, "forward", no_capacity)
+
+
+@mutant(
+    "fully-shard-splits-last-dim-by-default",
+    "fully_shard, given no shard_placement_fn, shards each parameter on its last dimension (columns), not dim 0",
+)
+def fully_shard_splits_last_dim_by_default(patch):
+    import torch.distributed.fsdp as fsdp
+    from torch.distributed.tensor import Shard
+
+    def fully_shard(original, module, *args, **kwargs):
+        kwargs.setdefault("shard_placement_fn", lambda parameter: Shard(parameter.dim() - 1))
+        return original(module, *args, **kwargs)
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)

@@ -3,7 +3,8 @@
 # holds a term of a sum) redistributed to Replicate is the sum on every rank (the all-reduces are
 # counted beside it, not judged). Negative controls: a
 # Replicate placement of the same tensor, a Replicate-to-Replicate redistribute, and the same local
-# values declared Replicate instead of Partial.
+# values declared Replicate instead of Partial. FSDP2's fully_shard, given no shard_placement_fn, stores
+# each parameter as Shard(0); control: a shard_placement_fn choosing the last dim.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/model-parallelism/dtensor_placements.py
 #   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
@@ -63,3 +64,21 @@ _claims.equal(
     summed=as_partial.item(),
     all_reduces=sum(n for op, n in reduce_comms.get_comm_counts().items() if "all_reduce" in str(op)),
 )
+
+
+def fsdp2_placements(**options):
+    """The placements fully_shard gives each parameter of a Linear(4, 8)."""
+    from torch.distributed.fsdp import fully_shard
+
+    layer = torch.nn.Linear(4, 8, device=accelerator.device)
+    fully_shard(layer, mesh=mesh, **options)
+    return sorted({str(tuple(parameter.placements)) for parameter in layer.parameters()})
+
+
+_claims.equal(
+    "fsdp2_shards_dim_0_by_default",
+    measured=fsdp2_placements(),  # shard_placement_fn left out
+    control=fsdp2_placements(shard_placement_fn=lambda parameter: Shard(parameter.dim() - 1)),  # the last dim
+    expected=["(Shard(dim=0),)"],
+)
+

@@ -30,6 +30,34 @@ def fsdp_keeps_params_after_forward(patch):
 
 
 @mutant(
+    "fully-shard-keeps-params-by-default",
+    "fully_shard keeps a unit's parameters gathered from forward to backward unless reshard_after_forward=True "
+    "is passed",
+)
+def fully_shard_keeps_params_by_default(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        return original(module, *args, **{"reshard_after_forward": False, **kwargs})
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
+    "fully-shard-reshards-root-by-default",
+    "fully_shard frees a root unit's parameters after forward unless told otherwise (reshard_after_forward "
+    "defaults to True for every unit)",
+)
+def fully_shard_reshards_root_by_default(patch):
+    import torch.distributed.fsdp as fsdp
+
+    def fully_shard(original, module, *args, **kwargs):
+        return original(module, *args, **{"reshard_after_forward": True, **kwargs})
+
+    patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+@mutant(
     "fsdp-reshards-regardless",
     "fully_shard ignores reshard_after_forward=False: parameters are freed after forward and gathered again",
 )

@@ -2,8 +2,10 @@
 # reduce-scatter for the first k-1 micro-batches, and the k-th one reduces the summed gradient once.
 # The steps equal one process on the big batch. The price: between micro-batches every rank holds the
 # UNSHARDED gradient (the whole model's worth), instead of its half after a reduce-scatter.
+# The all-gathers stay: with reshard_after_forward left out, fully_shard frees each unit's parameters after
+# forward and gathers them again in backward, with or without the sync.
 # Negative controls: the same loop syncing every micro-batch (k reduce-scatters, half-size gradients);
-# the loss not divided by k (a k-times too large step).
+# the loss not divided by k (a k-times too large step); reshard_after_forward=False (one gather per unit).
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_accumulation_no_sync.py
 import contextlib
@@ -69,10 +71,12 @@ def full_weights(net):
     return torch.cat([(p.full_tensor() if isinstance(p, DTensor) else p).detach().flatten() for p in net.parameters()])
 
 
-def train(skip_sync=True, divide=True):
+def train(skip_sync=True, divide=True, reshard_after_forward=None):
     net = copy.deepcopy(model)
-    fully_shard(net[0], mesh=mesh)
-    fully_shard(net[2], mesh=mesh)
+    # None leaves reshard_after_forward out of the two units with parameters: fully_shard's default decides
+    given = {} if reshard_after_forward is None else {"reshard_after_forward": reshard_after_forward}
+    fully_shard(net[0], mesh=mesh, **given)
+    fully_shard(net[2], mesh=mesh, **given)
     fully_shard(net, mesh=mesh)
     optimizer = torch.optim.SGD(net.parameters(), lr=LR)
     reduce_scatters, all_gathers, held_after_first = [], [], None
@@ -100,6 +104,8 @@ reference_weights = torch.cat([p.detach().flatten() for p in reference.parameter
 accumulated, rs_no_sync, held_no_sync, ag_no_sync, local_elements = train()
 synced, rs_every, held_every, ag_every, _ = train(skip_sync=False)
 undivided, _, _, _, _ = train(divide=False)
+_, _, _, ag_kept_no_sync, _ = train(reshard_after_forward=False)
+_, _, _, ag_kept_every, _ = train(skip_sync=False, reshard_after_forward=False)
 
 _claims.at_most(
     "no_sync_accumulation_matches_big_batch",
@@ -116,6 +122,12 @@ _claims.equal(
     micro_batches=K,
     all_gathers_no_sync=ag_no_sync,  # the all-gathers run every micro-batch either way
     all_gathers_synced=ag_every,
+)
+_claims.equal(
+    "no_sync_keeps_the_all_gathers",
+    measured=[ag_no_sync, ag_every],  # reshard_after_forward left out: each unit gathered in forward and backward
+    control=[ag_kept_no_sync, ag_kept_every],  # reshard_after_forward=False: gathered once per micro-batch
+    expected=[2 * K * 2, 2 * K * 2],  # 2 units x 4 micro-batches x (forward + backward), with or without sync
 )
 _claims.at_least(
     "no_sync_holds_unsharded_gradients",

@@ -5,7 +5,9 @@
 # Negative controls: each rank training alone on its half of the batch (no gradient exchange at all)
 # for the weights (for the two wrappings: the model left unwrapped, each rank alone); DDP's step for
 # the reduce-scatter and all-reduce counts (one all-reduce, no reduce-scatter); the same FSDP2 units
-# with reshard_after_forward=False for the all-gathers.
+# with reshard_after_forward=False for the all-gathers. The root-only unit, its reshard_after_forward left
+# out, is gathered once per step (the default keeps a root's parameters from forward to backward);
+# control: the same unit with reshard_after_forward=True, gathered twice.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/sharded-training/fsdp_matches_ddp_collectives.py
 import contextlib
@@ -105,8 +107,14 @@ fsdp_counts = Counter()
 fsdp_weights = train(fsdp, torch.optim.Adam(fsdp.parameters(), lr=1e-2), fsdp_counts)
 # Another wrapping of the same model: fully_shard on the root only, one unit holding every parameter
 root_only = copy.deepcopy(model)
-fully_shard(root_only, mesh=mesh)
-root_only_weights = train(root_only, torch.optim.Adam(root_only.parameters(), lr=1e-2), Counter())
+fully_shard(root_only, mesh=mesh)  # reshard_after_forward left out: the default for a root unit
+root_only_counts = Counter()
+root_only_weights = train(root_only, torch.optim.Adam(root_only.parameters(), lr=1e-2), root_only_counts)
+# Control for the root's default: the same root-only unit with reshard_after_forward=True
+root_resharded = copy.deepcopy(model)
+fully_shard(root_resharded, mesh=mesh, reshard_after_forward=True)
+root_resharded_counts = Counter()
+train(root_resharded, torch.optim.Adam(root_resharded.parameters(), lr=1e-2), root_resharded_counts)
 # Control for the all-gathers: the same FSDP2 units with reshard_after_forward=False (kept until backward)
 kept = copy.deepcopy(model)
 for layer in kept:
@@ -178,6 +186,12 @@ _claims.equal(
     control=[kept_counts["all_gather_single"] + kept_counts["all_gather_into_tensor"], ddp_all_gathers],
     expected=[2 * len(units), 0],  # each unit: once before forward, again before backward (resharded); DDP none
     **collectives_detail,
+)
+_claims.equal(
+    "root_unit_stays_gathered_by_default",
+    measured=root_only_counts["all_gather_single"] + root_only_counts["all_gather_into_tensor"],
+    control=root_resharded_counts["all_gather_single"] + root_resharded_counts["all_gather_into_tensor"],
+    expected=1,  # gathered before forward and kept until backward
 )
 _claims.at_least(
     "zero1_broadcasts_updated_parameters",
