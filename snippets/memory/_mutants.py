@@ -111,3 +111,11 @@ def from_pretrained_skips_checkpoint_on_other_ranks(patch):
         return original(model, state_dict, checkpoint_files, load_config, *args, **kwargs)
 
     patch.wrap(PreTrainedModel, "_load_pretrained_model", empty_on_other_ranks)
+
+
+# --- the CUDA caching allocator page (memory/cuda-caching-allocator) ---------------------------------------
+@mutant("empty-cache-is-a-no-op", "torch.cuda.empty_cache() releases nothing: cached blocks stay reserved and counted by the driver")
+def empty_cache_is_a_no_op(patch):
+    import torch
+
+    patch.wrap(torch.cuda, "empty_cache", lambda original: None)
