@@ -259,3 +259,21 @@ def blocking_collectives_wait_in_python(patch):
 
     patch.replace(dist, "all_reduce", waiting_in_python(dist.all_reduce))
     patch.replace(dist, "barrier", waiting_in_python(dist.barrier))
+
+
+# --- the NCCL watchdog and flight recorder page (failures/nccl-watchdog-and-flight-recorder) ----------------
+@mutant(
+    "flight-recorder-off-by-default",
+    "the flight recorder records nothing unless TORCH_NCCL_TRACE_BUFFER_SIZE is set (a default buffer of 0)",
+)
+def flight_recorder_off_by_default(patch):
+    import pickle
+
+    from torch._C import _distributed_c10d
+
+    def empty_buffer(original, *args, **kwargs):
+        trace = pickle.loads(original(*args, **kwargs))
+        trace["entries"] = []  # what a ring buffer of size 0 holds
+        return pickle.dumps(trace)
+
+    patch.wrap(_distributed_c10d, "_dump_fr_trace", empty_buffer)
