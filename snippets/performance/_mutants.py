@@ -57,3 +57,11 @@ def prepare_divides_workers_among_ranks(patch):
         return loader
 
     patch.wrap(accelerate.accelerator, "prepare_data_loader", divided)
+
+
+# --- the GPU timing page (performance/cuda-async-timing) ---------------------------------------------------
+@mutant("cuda-synchronize-is-a-no-op", "torch.cuda.synchronize() returns at once, without waiting for queued kernels")
+def cuda_synchronize_is_a_no_op(patch):
+    import torch
+
+    patch.wrap(torch.cuda, "synchronize", lambda original, device=None: None)
