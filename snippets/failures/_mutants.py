@@ -299,3 +299,21 @@ def save_state_skips_optimizer(patch):
         return original(output_dir, model_states, [], *args, **kwargs)
 
     patch.wrap(accelerator_module, "save_accelerator_state", without_optimizers)
+
+
+# --- the NCCL watchdog and flight recorder page (failures/nccl-watchdog-and-flight-recorder) ----------------
+@mutant(
+    "flight-recorder-off-by-default",
+    "the flight recorder records nothing unless TORCH_NCCL_TRACE_BUFFER_SIZE is set (a default buffer of 0)",
+)
+def flight_recorder_off_by_default(patch):
+    import pickle
+
+    from torch._C import _distributed_c10d
+
+    def empty_buffer(original, *args, **kwargs):
+        trace = pickle.loads(original(*args, **kwargs))
+        trace["entries"] = []  # what a ring buffer of size 0 holds
+        return pickle.dumps(trace)
+
+    patch.wrap(_distributed_c10d, "_dump_fr_trace", empty_buffer)

@@ -156,3 +156,11 @@ def cpu_dropout_keeps_bool_mask(patch):
         return torch.native_dropout(input, p, training)[0]
 
     patch.wrap(torch.nn.functional, "dropout", fused)
+
+
+# --- the CUDA caching allocator page (memory/cuda-caching-allocator) ---------------------------------------
+@mutant("empty-cache-is-a-no-op", "torch.cuda.empty_cache() releases nothing: cached blocks stay reserved and counted by the driver")
+def empty_cache_is_a_no_op(patch):
+    import torch
+
+    patch.wrap(torch.cuda, "empty_cache", lambda original: None)

@@ -114,3 +114,11 @@ def accelerate_affinity_ignores_local_rank(patch):
         return original(0, verbose=verbose)
 
     patch.wrap(accelerate.utils.environment, "override_numa_affinity", gpu_zero)
+
+
+# --- the GPU timing page (performance/cuda-async-timing) ---------------------------------------------------
+@mutant("cuda-synchronize-is-a-no-op", "torch.cuda.synchronize() returns at once, without waiting for queued kernels")
+def cuda_synchronize_is_a_no_op(patch):
+    import torch
+
+    patch.wrap(torch.cuda, "synchronize", lambda original, device=None: None)
