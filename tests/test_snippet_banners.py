@@ -52,11 +52,14 @@ def test_banner_runs_the_snippet_on_its_processes(snippet):
     proof = PROOFS[snippet]
     path = proof.path.relative_to(ROOT).as_posix()
     form = GPU_FORM if proof.requires == "cuda" else CPU_FORM
+    if proof.requires == "cuda" and proof.processes == 1:  # --multi_gpu refuses fewer than 2 processes
+        form = form.replace("--multi_gpu ", "")
     wanted = form.format(n=proof.processes or 2, path=path)
     # a proof for any count (no `processes:`) may show another count than the harness's default 2
     counts = rf"{proof.processes}" if proof.processes else r"[1-9][0-9]*"
     prefix, _, _ = form.partition("{n}")
-    pattern = re.compile(re.escape(prefix) + counts + " " + re.escape(path) + r"( .*)?$")
+    # `--main_process_port 0` (a free port, where 29500 may be taken) is allowed before the path
+    pattern = re.compile(re.escape(prefix) + counts + r"( --main_process_port 0)? " + re.escape(path) + r"( .*)?$")
     found = banners(proof.path)
     assert found, f"{path}: no run command in its header; write `{wanted}`"
     named = [token for command in found for token in command.split() if token.endswith(".py")]

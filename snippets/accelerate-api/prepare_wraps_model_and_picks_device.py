@@ -10,8 +10,8 @@
 #   4. With device_placement left out, prepare() moves the model with model.to(accelerator.device) once.
 #      Negative control: prepare_model(model, device_placement=False) never calls .to().
 #
-#   accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/prepare_wraps_model_and_picks_device.py
-#   (on a CPU-only machine export ACCELERATE_USE_CPU=true first)
+#   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 snippets/accelerate-api/prepare_wraps_model_and_picks_device.py
+#   (ACCELERATE_USE_CPU=true only on a machine without GPUs)
 import os
 from unittest import mock
 
