@@ -47,6 +47,7 @@ def made_up_evidence(evidence_dir: Path) -> dict:
     fails, the rest pass. Each claim's details hold whatever its page's figures read. Returns the
     status each page should show."""
     wanted: dict = {}  # claim id -> {detail name: value}
+    listed: set = set()  # claims whose figures index into measured or control
     for page in QUESTIONS:
         for spec in figures.declared(page):
             for item in spec["data"]:
@@ -56,7 +57,11 @@ def made_up_evidence(evidence_dir: Path) -> dict:
                     if isinstance(key, str) and key.startswith("details."):
                         name = key.split(".")[1]
                         whole = isinstance(item.get("y"), str) and item["y"] == key
-                        details[name] = {"1": 0.5, "2": 0.33, "4": 0.2} if whole else float(number + 2)
+                        indexed = key.split(".")[-1].isdigit()  # details.NAME.0: a list in the evidence
+                        details[name] = ({"1": 0.5, "2": 0.33, "4": 0.2} if whole else
+                                         [float(i + 2) for i in range(8)] if indexed else float(number + 2))
+                    elif isinstance(key, str) and key.split(".")[0] in ("measured", "control") and "." in key:
+                        listed.add(item.get("claim") or spec.get("claim"))  # measured.0: a list measured
     proven = [page for page in QUESTIONS if page.proofs]
     for index, page in enumerate(proven):
         if index == 0:
@@ -71,7 +76,8 @@ def made_up_evidence(evidence_dir: Path) -> dict:
                 "status": "finished", "snippet_seconds": 0.1,
                 "claims": [{"id": claim, "statement": declared.says, "passed": index != 1,
                             "reason": "" if index != 1 else "made up: the control held too",
-                            "reports": [{"rank": rank, "measured": 0.0 if rank else 1.25e-08, "control": 0.5,
+                            "reports": [{"rank": rank, "measured": [1.25e-08, 0.0] if claim in listed else 0.0 if rank else 1.25e-08,
+                                         "control": [0.5, 0.5] if claim in listed else 0.5,
                                          "op": "<=", "bound": 1e-06, "details": wanted.get(claim, {})}
                                         for rank in (0, 1)]}
                            for claim, declared in proof.claims.items()],

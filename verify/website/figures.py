@@ -108,7 +108,7 @@ def first_report(page: Page, claim_id: str) -> dict:
                 raise MissingData(f"no current evidence for {proof.snippet}")
             claim = next(c for c in found["claims"] if c["id"] == claim_id)
             if claim.get("passed") is False:  # a failed claim's numbers are no picture of the mechanism
-                raise MissingData(f"claim {claim_id} failed in the latest run, so it draws no figure (the proof below says why)")
+                raise MissingData(f"claim {claim_id} failed in the latest run, so it draws no figure (its evidence box says why)")
             if not claim["reports"]:
                 raise MissingData(f"claim {claim_id} was not reported in the latest run")
             return claim["reports"][0]
