@@ -257,7 +257,7 @@ def draw_bars(axes, resolved: list, log: bool) -> None:
     floor = (min(positive) / 30 if positive else 1e-9) if log else 0
     widest = max(sum(1 for g, _, _ in resolved if g == group) for group in groups)
     width = 0.8 / widest
-    legend = len(labels) > 1 and widest > 1
+    legend = len(labels) > 1 and any(group != label for group, label, _ in resolved)  # colours the ticks do not name
     for index, group in enumerate(groups):
         members = [(label, value) for g, label, value in resolved if g == group]
         start = index - width * (len(members) - 1) / 2
