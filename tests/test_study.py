@@ -319,3 +319,9 @@ def test_a_list_in_the_evidence_is_keyed_by_position_and_indexed_by_number(docs)
 def test_an_unquoted_label_with_a_comma_is_named(docs):
     page = docs("sharded", SHARDED.replace("{label: bytes per rank,", "{label: bytes, per rank,"), BODY)
     assert "unknown keys ['per rank']" in "\n".join(figures.problems(page))
+
+
+def test_tick_labels_wrap_long_identifiers_after_an_underscore_or_a_slash():
+    assert figures.wrap("gather_for_metrics", 9) == "gather_\nfor_\nmetrics"
+    assert figures.wrap("NVIDIA/AWS/Microsoft header", 12) == "NVIDIA/\nAWS/\nMicrosoft\nheader"
+    assert figures.wrap("after epoch 1 (load_state)") == "after epoch\n1\n(load_state)"  # short words stay whole

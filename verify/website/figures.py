@@ -200,9 +200,9 @@ def short(value: float) -> str:
 
 
 def wrap(text: str, width: int = 12) -> str:
-    """Lines of at most `width` characters; an identifier may break after an underscore."""
-    words = [word.replace("_", "_ ") if len(word) > width else word for word in str(text).split(" ")]
-    return textwrap.fill(" ".join(words), width, break_long_words=False).replace("_ ", "_")
+    """Lines of at most `width` characters; a long identifier or a/b/c may break after `_` or `/`."""
+    words = [word.replace("_", "_\0").replace("/", "/\0") if len(word) > width else word for word in str(text).split(" ")]
+    return textwrap.fill(" ".join(words).replace("\0", " \0"), width, break_long_words=False).replace(" \0", "").replace("\0", "")
 
 
 def alt_text(spec: dict, resolved: list) -> str:
