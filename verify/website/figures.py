@@ -15,8 +15,10 @@
         #   - {label: measured, claim: c, x: [details.m1, details.m4], y: [control, measured]}
         #   - {label: measured, claim: c, y: details.bubble_by_micro_batches}
 
-A key is `measured`, `control`, `bound` or `details.NAME` (`details.NAME.KEY` inside a dict) of the
-claim's first report in the latest evidence. The page puts the figure where it has the line
+A key is `measured`, `control`, `bound` or `details.NAME` (`details.NAME.KEY` inside a dict, `details.NAME.0`
+inside a list; a list of numbers is a dict keyed by position, so per-rank lists give one bar per rank) of the
+claim's first report in the latest evidence. A claim that failed in that evidence draws no figure: its
+place says the claim failed and why, as it says what is missing when there is no evidence. The page puts the figure where it has the line
 `<!-- figure: ID -->`; without current evidence that place shows the command that makes it.
 """
 
@@ -38,6 +40,13 @@ FIGURES_DIR = "assets/figures"
 KINDS = ("bar", "logbar", "line")
 COLORS = ["#3366cc", "#e8871e", "#2a9d5c", "#8e5ac8", "#888888", "#c0392b", "#17a2b8"]
 REQUIRED = ("id", "title", "alt", "kind", "data")
+ITEM_KEYS = {"group", "label", "claim", "value", "x", "y", "labels"}
+# Sized for a phone: a 390 px wide screen shows the figure about PHONE_PX wide, so the smallest text,
+# SMALLEST_PT of a FIGSIZE_IN[0]-inch (72 pt per inch) drawing, reads at 10 * 358 / 317 = 11.3 CSS px.
+FIGSIZE_IN = (4.4, 3.3)
+FONT_PT = 11
+SMALLEST_PT = 10
+PHONE_PX = 358
 
 
 class FigureError(ValueError):
@@ -75,6 +84,9 @@ def problems(page: Page) -> list[str]:
             claim = item.get("claim") or spec.get("claim")
             if claim not in page.claim_ids:
                 found.append(f"{page.path}: figure {name!r} names {claim!r}, which is no claim of this page")
+            unknown = sorted(set(item) - ITEM_KEYS)
+            if unknown:  # most often an unquoted label with a comma, which YAML splits into two keys
+                found.append(f"{page.path}: figure {name!r} has an item with unknown keys {unknown} (quote a label that has a comma)")
             keys = ("x", "y") if spec["kind"] == "line" else ("value",)
             if not all(key in item for key in keys[-1:]):
                 found.append(f"{page.path}: figure {name!r}: each item needs {keys}")
@@ -95,6 +107,8 @@ def first_report(page: Page, claim_id: str) -> dict:
             if found is None:
                 raise MissingData(f"no current evidence for {proof.snippet}")
             claim = next(c for c in found["claims"] if c["id"] == claim_id)
+            if claim.get("passed") is False:  # a failed claim's numbers are no picture of the mechanism
+                raise MissingData(f"claim {claim_id} failed in the latest run, so it draws no figure (its evidence box says why)")
             if not claim["reports"]:
                 raise MissingData(f"claim {claim_id} was not reported in the latest run")
             return claim["reports"][0]
@@ -107,9 +121,14 @@ def lookup(report: dict, key, claim_id: str):
         return key
     value = report
     for part in str(key).split("."):
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+            continue
         if not isinstance(value, dict) or part not in value:
             raise MissingData(f"the evidence of {claim_id} has no {key}")
         value = value[part]
+    if isinstance(value, list):  # per rank or per step: keyed by position
+        value = {str(index): entry for index, entry in enumerate(value)}
     if isinstance(value, dict):  # a dict of numbers, or of dicts of numbers (one level deeper)
         return {
             str(k): {str(i): number(w, f"{claim_id} {key}.{k}.{i}") for i, w in v.items()}
@@ -180,8 +199,10 @@ def short(value: float) -> str:
     return show(value)
 
 
-def wrap(text: str, width: int = 14) -> str:
-    return textwrap.fill(str(text), width, break_long_words=False)
+def wrap(text: str, width: int = 12) -> str:
+    """Lines of at most `width` characters; a long identifier or a/b/c may break after `_` or `/`."""
+    words = [word.replace("_", "_\0").replace("/", "/\0") if len(word) > width else word for word in str(text).split(" ")]
+    return textwrap.fill(" ".join(words).replace("\0", " \0"), width, break_long_words=False).replace(" \0", "").replace("\0", "")
 
 
 def alt_text(spec: dict, resolved: list) -> str:
@@ -201,8 +222,8 @@ def draw(spec: dict, resolved: list, bound=None) -> str:
     import matplotlib
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": spec["id"], "font.size": 11}):
-        figure = Figure(figsize=(6.4, 3.6), layout="constrained")
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": spec["id"], "font.size": FONT_PT}):
+        figure = Figure(figsize=FIGSIZE_IN, layout="constrained")
         axes = figure.add_subplot()
         if spec["kind"] == "line":
             draw_lines(axes, spec, resolved)
@@ -213,8 +234,10 @@ def draw(spec: dict, resolved: list, bound=None) -> str:
         axes.set_ylabel(wrap(spec.get("unit", ""), 28))
         axes.spines[["top", "right"]].set_visible(False)
         axes.grid(axis="y", alpha=0.3)
-        if axes.get_legend_handles_labels()[1]:
-            axes.legend(frameon=False, fontsize=9)
+        names = axes.get_legend_handles_labels()[1]
+        if names:  # above the plot, where it can cover no bar or point
+            axes.legend(frameon=False, fontsize=SMALLEST_PT, loc="lower left", bbox_to_anchor=(0, 1), borderaxespad=0.2,
+                        ncols=2 if len(names) > 2 and max(map(len, names)) <= 20 else 1)  # fmt: skip
         out = io.StringIO()
         figure.savefig(out, format="svg", metadata={"Date": None})
     return out.getvalue()
@@ -234,7 +257,7 @@ def draw_bars(axes, resolved: list, log: bool) -> None:
     floor = (min(positive) / 30 if positive else 1e-9) if log else 0
     widest = max(sum(1 for g, _, _ in resolved if g == group) for group in groups)
     width = 0.8 / widest
-    legend = len(labels) > 1 and widest > 1
+    legend = len(labels) > 1 and any(group != label for group, label, _ in resolved)  # colours the ticks do not name
     for index, group in enumerate(groups):
         members = [(label, value) for g, label, value in resolved if g == group]
         start = index - width * (len(members) - 1) / 2
@@ -245,17 +268,23 @@ def draw_bars(axes, resolved: list, log: bool) -> None:
             axes.bar(x, top - floor if log else top, width * 0.9, bottom=floor if log else 0, color=colors[label],
                      alpha=0.45 if stub else 1, hatch="///" if stub else None,
                      label=label if legend and label not in axes.get_legend_handles_labels()[1] else None)  # fmt: skip
-            axes.annotate(short(value), (x, top), ha="center", va="bottom", fontsize=9 if widest < 3 else 8,
+            axes.annotate(short(value), (x, top), ha="center", va="bottom", fontsize=SMALLEST_PT,
+                          rotation=90 if widest >= 3 else 0,  # three or more side by side: upright labels collide
                           xytext=(0, 2), textcoords="offset points")  # fmt: skip
     if log:
         axes.set_yscale("log")
         axes.set_ylim(floor, max(positive or [floor]) * 20)
     else:
         axes.set_ylim(0, (max(value for _, _, value in resolved) or 1) * 1.18)
-    axes.set_xticks(range(len(groups)), [wrap(group) for group in groups])
+    axes.set_xticks(range(len(groups)), [wrap(group, 12 if len(groups) < 4 else 9) for group in groups])
     if log and len(positive) < len(resolved):  # a legend entry that says what the stub means
         axes.bar(0, 0, 0, bottom=floor, color="#bbbbbb", hatch="///", label="hatched stub: exactly 0")
-    if not log:
+    if log:  # plain "1e-06" labels: matplotlib's 10^x superscripts are 0.7 of the font, too small on a phone
+        from matplotlib.ticker import NullFormatter
+
+        axes.yaxis.set_major_formatter(lambda value, _: f"{value:.0e}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e"))
+        axes.yaxis.set_minor_formatter(NullFormatter())
+    else:
         axes.yaxis.set_major_formatter(lambda value, _: short(value))
 
 
@@ -265,12 +294,13 @@ def draw_lines(axes, spec: dict, resolved: list) -> None:
         color = COLORS[index % len(COLORS)]
         axes.plot(xs, ys, "o-" if index == 0 else "s--", color=color, label=label)
         for x, y in points:  # the first series labelled above its points, the others below
-            axes.annotate(show(y), (x, y), xytext=(6, 6 if index == 0 else -12), textcoords="offset points",
-                          fontsize=9, color=color)  # fmt: skip
+            axes.annotate(short(y), (x, y), xytext=(6, 6 if index == 0 else -12), textcoords="offset points",
+                          fontsize=SMALLEST_PT, color=color)  # fmt: skip
     xs = sorted({x for _, points in resolved for x, _ in points})
     axes.set_xticks(xs, [show(x) for x in xs])
     axes.set_xlabel(spec.get("x_label", ""))
     axes.set_ylim(0, (max(y for _, points in resolved for _, y in points) or 1) * 1.2)
+    axes.yaxis.set_major_formatter(lambda value, _: short(value))
 
 
 def draw_bound(axes, op, bound) -> None:
