@@ -117,4 +117,4 @@ def test_a_change_outside_what_runs_a_proof_leaves_its_fingerprint(tmp_path, mon
     after = fingerprint.inputs(proof, SETTINGS)
     assert fingerprint.changes(before, after) == ["the snippet", "its helper modules (_used_helper.py)"]
     assert set(after["running_code"]) == {"verify/runner.py", "verify/worker.py", "verify/mutation.py"}
-    assert fingerprint.changes({**after, "environment": {"X": "1"}}, after) == ["environment"]  # an input added later
+    assert fingerprint.changes({**after, "other": {"X": "1"}}, after) == ["other"]  # an input added later

@@ -33,7 +33,8 @@ def test_a_mutants_how_is_text_in_its_admonition(monkeypatch):
 def test_a_matrix_row_is_text_in_the_releases_table(monkeypatch):
     rows = {"9.9.9": [{"claim": "c", "outcome": POISON, "verdict": "<img src=x onerror=alert(1)>"}]}
     monkeypatch.setattr(hooks.evidence, "across_releases", lambda *args, **kwargs: rows)
-    html = rendered(hooks.releases_block("s.py", {"c": Claim(says="x", control="c")}))
+    proof = types.SimpleNamespace(snippet="s.py", page="p", claims={"c": Claim(says="x", control="c")})
+    html = rendered(hooks.releases_block(proof))
     assert_inert(html)
     assert "MISMATCH" in html
 

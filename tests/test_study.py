@@ -225,7 +225,7 @@ def test_cheat_sheet_links_each_fact_to_its_claim_with_the_measured_value(docs, 
     assert "## Sharding" in sheet and '<div class="cheat-topic" markdown="1">' in sheet
     assert "ZeRO-3 holds a quarter of what DDP holds per rank." in sheet
     assert "(questions/sharding/sharded.md#claim-zero_shards_bytes)" in sheet
-    assert "measured `400`, control `1600` (2026-01-02)" in sheet
+    assert "measured <code>400</code>, control <code>1600</code> (2026-01-02)" in sheet  # escaped, in <code> (N29)
     assert "<https://arxiv.org/abs/1910.02054>" in sheet
 
 

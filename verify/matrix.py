@@ -39,9 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from verify.evidence import read as read_evidence
 from verify.pages import Claim
-from verify.paths import MATRIX_DIR, RELEASES_DIR, ROOT, RUNS_DIR
-
-RELEASE_LIST = ROOT / "data" / "accelerate-releases.txt"
+from verify.paths import MATRIX_DIR, RELEASE_LIST, RELEASES_DIR, ROOT, RUNS_DIR
 
 # A crash with one of these means the proof uses an API the release does not have.
 MISSING_API = re.compile(r"^(ImportError|ModuleNotFoundError|AttributeError|TypeError: .*unexpected keyword)", re.M)

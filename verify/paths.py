@@ -16,6 +16,7 @@ DOCS_DIR = ROOT / "docs"
 SNIPPETS_DIR = ROOT / "snippets"
 LABS_DIR = DOCS_DIR / "labs"
 LEDGER_FILE = ROOT / "data" / "question-ledger.yaml"
+RELEASE_LIST = ROOT / "data" / "accelerate-releases.txt"  # PyPI's releases: verify.matrix --edges picks neighbours here
 EXCERPTS_DIR = ROOT / "data" / "excerpts"  # dated excerpts of sources that are not installed (data/levels-spec.md)
 LEVELS_BACKLOG = ROOT / "data" / "levels-backlog.txt"  # pages whose Mechanism is not yet labelled; only shrinks
 PROSE_BACKLOG = ROOT / "data" / "prose-backlog.yaml"  # prose findings not yet fixed (verify/website/prose.py); only shrinks
