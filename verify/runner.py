@@ -437,7 +437,7 @@ class Launch:
                     story = f"no rank was ready after {self.settings.startup_timeout:.0f} s"
                     return self.fail_rest(results, index, story, info)
                 if clock_from is not None and time.monotonic() - clock_from > spec.timeout:
-                    # a mutant runs in a fork of its rank (verify/worker.py): its start line names the fork
+                    # a process that started a snippet is asked too (the start line names its pid)
                     pids += [e["pid"] for e in mine if e["event"] == "start" and e["pid"] not in pids]
                     for pid in pids:  # faulthandler in each rank writes every thread's stack to its faults file
                         try:
@@ -521,11 +521,6 @@ def run_snippets(
         raise ValueError(f"mode must be grouped or isolated, not {mode!r}")
     results: dict[str, SnippetRun] = {}
     queue = [[spec] for spec in specs] if mode == "isolated" else ([list(specs)] if specs else [])
-    if mode == "grouped" and not settings.use_cpu:
-        # A mutant runs in a fork of its rank, and a fork cannot use CUDA once its parent has: on GPUs
-        # each mutant gets a launch of its own instead.
-        queue = [[spec for spec in specs if not spec.mutant]] + [[spec] for spec in specs if spec.mutant]
-        queue = [batch for batch in queue if batch]
     launch_number = 0
     while queue:
         batch = queue.pop(0)
