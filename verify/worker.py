@@ -220,21 +220,30 @@ class LibraryState:
                     self.saved[id(value)] = (value, dict(value.__dict__))
 
     def restore(self) -> list[str]:
-        """Puts every changed attribute back; returns their names ('torch.nn.Linear.forward')."""
+        """Puts back every changed piece of code (a function, method, class or descriptor) and every changed
+        constant (an UPPER_CASE name: a default); returns their names ('torch.nn.Linear.forward'). The
+        libraries' own running state (group counters, caches, lazily bound submodules) is left as it is:
+        putting a counter back would make torch hand out a process-group name it has already used."""
         changed = []
         for owner, before in self.saved.values():
             now = owner.__dict__
             if len(now) == len(before) and all(now.get(key, _MISSING) is value for key, value in before.items()):
                 continue
-            # a submodule imported meanwhile binds itself on its parent: kept (Python would not bind it again)
-            for key in [key for key in now if key not in before and not isinstance(now[key], types.ModuleType)]:
+            for key in [key for key in now if key not in before and is_code(key, now[key])]:
                 changed.append(f"{qualified(owner)}.{key}")
                 delattr(owner, key)
             for key, value in before.items():
-                if now.get(key, _MISSING) is not value:
+                current = now.get(key, _MISSING)
+                if current is not value and (is_code(key, value) or is_code(key, current)):
                     changed.append(f"{qualified(owner)}.{key}")
                     setattr(owner, key, value)
         return changed
+
+
+def is_code(name: str, value) -> bool:
+    if isinstance(value, types.ModuleType) or value is _MISSING:
+        return False
+    return callable(value) or hasattr(type(value), "__get__") or name.isupper()
 
 
 def qualified(owner) -> str:
