@@ -67,7 +67,7 @@ def reference_proofs():
     from verify.paths import REFERENCE_DIR
 
     proofs = all_proofs(load_pages()) + labs.load_labs()[0]
-    return [(proof, evidence.read(proof.snippet, REFERENCE_DIR)) for proof in proofs]
+    return [(proof, evidence.read(proof, REFERENCE_DIR)) for proof in proofs]
 
 
 def test_the_committed_reference_evidence_was_made_by_the_committed_code():
