@@ -34,7 +34,8 @@ def test_a_lab_past_the_memory_limit_is_stopped_and_its_limit_recorded(hostile_l
     verdicts, _, evidence_dir = hostile_labs
     reason = verdicts["eats_memory"].reason
     assert "ran out of memory (limit 300 MiB" in reason, reason  # before: the limit was ignored
-    assert '"memory_limit_mb": 300' in json.dumps(evidence.read("eats_memory.py", evidence_dir))  # before: 4096
+    recorded = evidence.read_json(evidence.path_of("eats_memory", "eats_memory.py", evidence_dir))
+    assert '"memory_limit_mb": 300' in json.dumps(recorded)  # before: 4096
 
 
 def test_a_world_the_notebook_reports_but_never_started_fails(hostile_labs):

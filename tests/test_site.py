@@ -14,7 +14,7 @@ from verify.paths import ROOT
 
 EXTERNAL = re.compile(
     r"""<(?:script|img|iframe|source|audio|video)[^>]+src=["']?(?:https?:)?//"""
-    r"""|<link[^>]+href=["']?(?:https?:)?//[^>]*>"""
+    r"""|<link(?![^>]*rel=["']?canonical)[^>]+href=["']?(?:https?:)?//[^>]*>"""  # a canonical link is no request
     r"""|url\(\s*["']?(?:https?:)?//|@import\s+["']?(?:https?:)?//""",
     re.I,
 )
