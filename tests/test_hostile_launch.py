@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.test_faults import HARNESS, alive_in_groups, launchers_of, wait_for
+from tests.test_faults import alive_in_groups, harness, launchers_of, wait_for  # noqa: F401 (harness: the fixture)
 from tests.test_harness import processes_under
 from verify.paths import ROOT
 from verify.reaper import kill_groups
@@ -89,21 +89,6 @@ def test_the_crash_story_pairs_each_rank_with_its_own_exit_code(tmp_path):
     assert "rank 0 exited with code 3 while in this snippet" in text, text
     assert "rank 1 was killed by SIGTERM while in this snippet" in text, text
     assert "rank 0 was killed" not in text, text
-
-
-@pytest.fixture
-def harness(tmp_path):
-    """A harness process running one snippet that sleeps."""
-    (tmp_path / "snippets").mkdir()
-    (tmp_path / "snippets" / "sleeps.py").write_text("import time\ntime.sleep(120)\n")
-    work = tmp_path / "work"
-    process = subprocess.Popen([sys.executable, "-c", HARNESS, str(tmp_path / "snippets"), str(work)], cwd=ROOT,
-                               stdout=subprocess.PIPE, text=True)  # fmt: skip
-    seen: list = []
-    yield process, work, seen
-    process.kill()
-    process.wait()
-    kill_groups(seen + processes_under(work))
 
 
 def test_sigkill_of_the_harness_leaves_no_launcher_and_no_rank(harness):
