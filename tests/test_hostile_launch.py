@@ -4,8 +4,6 @@ checkout. Each is noticed and named; nothing is left running; the launch log sta
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +12,6 @@ import pytest
 
 from tests.test_faults import alive_in_groups, harness, launchers_of, wait_for  # noqa: F401 (harness: the fixture)
 from tests.test_harness import processes_under
-from verify.paths import ROOT
 from verify.reaper import kill_groups
 
 HOSTILE = Path(__file__).parent / "faults" / "hostile" / "snippets" / "launch"
