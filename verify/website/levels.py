@@ -13,6 +13,7 @@ skipped anywhere else); without it, the site says "not yet run on a GPU".
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib.metadata
 import re
@@ -68,12 +69,22 @@ def in_words(counts: Counter, separator: str = " · ") -> str:
 
 def installed_version(relative: str) -> str:
     """'torch 2.13.0' for an installed file's package (its distribution's name and version)."""
-    top = relative.split("/")[0].removesuffix(".py")
-    names = importlib.metadata.packages_distributions().get(top) or [top]
+    return package_version(relative.split("/")[0].removesuffix(".py"))
+
+
+@functools.lru_cache(maxsize=None)
+def package_version(top: str) -> str:
+    # packages_distributions() reads every installed distribution's file list (about 0.1 s): once per build
+    names = distributions_of().get(top) or [top]
     try:
         return f"{names[0]} {importlib.metadata.version(names[0])}"
     except importlib.metadata.PackageNotFoundError:
         return top
+
+
+@functools.lru_cache(maxsize=1)
+def distributions_of() -> dict:
+    return importlib.metadata.packages_distributions()
 
 
 def source_label(source_id: str, entry: dict) -> tuple[str, str]:
