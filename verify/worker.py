@@ -303,9 +303,10 @@ def main(manifest_path):
             library = LibraryState()
         run_snippet(snippet, run_dir, rank, emit)
         if snippet.get("mutant"):
+            started = time.perf_counter()
             left = library.restore()  # a mutant that assigned directly (not through the patch API) is undone here
             if left:
-                emit("restored", snippet=snippet["name"], attributes=left[:50])
+                emit("restored", snippet=snippet["name"], attributes=left[:50], seconds=time.perf_counter() - started)
     if dist.is_initialized():
         dist.barrier()
     emit("done")

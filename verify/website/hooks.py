@@ -19,7 +19,7 @@ from mkdocs.exceptions import PluginError
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads hooks by path: the checkout first
 
 from verify import evidence, levels, sources
-from verify.website import downloads, evidence_box, figures, folds, lab_pages, ledger, search_exclude, study  # noqa: E402
+from verify.website import downloads, evidence_box, figures, folds, lab_pages, ledger, render_cache, search_exclude, study  # noqa: E402
 from verify.website import levels as level_labels  # noqa: E402
 from verify.pages import QUESTIONS, REPO_URL, all_proofs, find_snippet, load_page, load_pages  # noqa: E402
 from verify.paths import DOCS_DIR, SNIPPETS_DIR
@@ -156,6 +156,7 @@ def expand_nav(nav: list) -> list:
 
 def on_config(config):
     config["nav"] = expand_nav(config["nav"] or [])
+    render_cache.install()  # a page whose Markdown and links did not change is not converted again
     return config
 
 
