@@ -520,7 +520,7 @@ def place(markdown: str, page: Page, available) -> str:
             block = "\n".join(
                 [
                     '<figure class="study-figure" markdown="1">',
-                    f"[![{alt}]({svg})]({svg}){{ .study-figure-zoom title=\"Open the figure full size\" }}",
+                    f"[![{alt}]({svg})]({svg}){{ .study-figure-zoom title=\"Enlarge the figure\" }}",
                     f"<figcaption>{spec['title']}. Drawn from {whose}; tap or click it to enlarge.</figcaption>",
                     "</figure>",
                 ]
