@@ -52,6 +52,8 @@ def made_up_evidence(evidence_dir: Path) -> dict:
         for spec in figures.declared(page):
             for item in spec["data"]:
                 details = wanted.setdefault(item.get("claim") or spec.get("claim"), {})
+                if str(item.get("events", "")).startswith("details."):  # a timeline: two events of one kind
+                    details[item["events"].split(".")[1]] = [["made up", "0", 0.0, 1.0], ["made up", "1", 1.5, 3.0]]
                 for number, key in enumerate(sum(([k] if not isinstance(k, list) else k
                                                   for k in (item.get("value"), item.get("x"), item.get("y"))), [])):
                     if isinstance(key, str) and key.startswith("details."):

@@ -22,10 +22,11 @@ def test_each_declared_figure_can_be_drawn_and_is_placed(page):
     assert figures.problems(page) == []
 
 
-def test_figure_ids_are_unique_and_at_least_25_pages_have_one():
+def test_figure_ids_are_unique_and_at_least_40_pages_have_one_in_at_least_4_kinds():
     ids = [spec["id"] for page in PAGES for spec in figures.declared(page)]
     assert len(ids) == len(set(ids))
-    assert len([page for page in PAGES if figures.declared(page)]) >= 25
+    assert len([page for page in PAGES if figures.declared(page)]) >= 40
+    assert len({spec["kind"] for page in PAGES for spec in figures.declared(page)}) >= 4
 
 
 @pytest.mark.parametrize("spec, page", [(spec, page) for page in PAGES for spec in figures.declared(page)],
@@ -43,7 +44,7 @@ def test_each_figure_drawn_from_the_reference_evidence_reads_on_a_phone(spec, pa
     sizes = [float(size) for size in re.findall(r"font(?:-size)?:\s*(?:[a-z]+ )*([\d.]+)px", svg)]
     assert sizes and min(sizes) * figures.PHONE_PX / width_pt >= 11, f"smallest text {min(sizes)} of {width_pt} pt"
     alt = figures.alt_text(spec, resolved)
-    for _, _, value in resolved if spec["kind"] != "line" else []:
+    for _, _, value in resolved if spec["kind"] not in ("line", "timeline") else []:
         assert figures.show(value) in alt
     assert len(svg) < 50_000, "three figures on a page must stay under 150 KB"
 
@@ -325,3 +326,48 @@ def test_tick_labels_wrap_long_identifiers_after_an_underscore_or_a_slash():
     assert figures.wrap("gather_for_metrics", 9) == "gather_\nfor_\nmetrics"
     assert figures.wrap("NVIDIA/AWS/Microsoft header", 12) == "NVIDIA/\nAWS/\nMicrosoft\nheader"
     assert figures.wrap("after epoch 1 (load_state)") == "after epoch\n1\n(load_state)"  # short words stay whole
+
+
+def test_stacked_bars_take_a_dict_of_dicts_one_bar_per_outer_key_and_every_rank_on_request(docs):
+    meta = SHARDED.replace("kind: bar", "kind: stacked").replace(
+        "{label: bytes per rank, claim: zero_shards_bytes, value: details.bytes_per_rank}",
+        "{claim: zero_shards_bytes, value: details.bytes_per_rank, ranks: all, labels: {ddp: DDP, grads: gradients}}")
+    stages = {"ddp": {"params": 4, "grads": 4}, "zero3": {"params": 2, "grads": 2}}
+    page = docs("sharded", meta, BODY, {"zero_shards_bytes": (4, 8, {"bytes_per_rank": stages})})
+    (spec,) = figures.declared(page)
+    assert figures.problems(page) == []
+    assert figures.resolve(spec, page) == [("DDP", "params", 4.0), ("DDP", "gradients", 4.0), ("zero3", "params", 2.0), ("zero3", "gradients", 2.0)]
+    svg = figures.render_all([page])["assets/figures/zero-bytes.svg"]
+    assert "<svg" in svg
+    record = evidence.read(page.proofs[0])
+    second = dict(record["claims"][0]["reports"][0], rank=1, details={"bytes_per_rank": {"ddp": {"params": 4, "grads": 4}}})
+    record["claims"][0]["reports"].append(second)
+    assert [group for group, _, _ in figures.resolve(spec, page)] == ["DDP, rank 0"] * 2 + ["zero3, rank 0"] * 2 + ["DDP, rank 1"] * 2
+
+
+def test_a_timeline_draws_one_row_per_rank_against_time_or_against_order(docs):
+    meta = SHARDED.replace("kind: bar", "kind: timeline\n    x_label: ms").replace(
+        "{label: bytes per rank, claim: zero_shards_bytes, value: details.bytes_per_rank}",
+        "{label: 1F1B, claim: zero_shards_bytes, events: details.spans, labels: {F: forward}}")
+    page = docs("sharded", meta, BODY, {"zero_shards_bytes": (4, 8, {"spans": [["F", "0", 0.5, 12.0], ["B", "0", 12.5, 36.0]]})})
+    (spec,) = figures.declared(page)
+    assert figures.problems(page) == []
+    assert figures.resolve(spec, page) == [("1F1B", [("forward", "0", 0.5, 12.0), ("B", "0", 12.5, 36.0)])]
+    assert "1F1B (ms): forward 0 0.5 to 12, B 0 12.5 to 36" in figures.alt_text(spec, figures.resolve(spec, page))
+    svg = figures.render_all([page])["assets/figures/zero-bytes.svg"]
+    assert "forward" in svg and "1F1B" in svg
+    record = evidence.read(page.proofs[0])
+    record["claims"][0]["reports"][0]["details"]["spans"] = [["backward reaches layer", "3"], ["bucket all-reduce starts", "0", "[3]"]]
+    record["claims"][0]["reports"].append(dict(record["claims"][0]["reports"][0], rank=1))
+    resolved = figures.resolve(spec, page)
+    assert [row for row, _ in resolved] == ["1F1B, rank 0", "1F1B, rank 1"]
+    assert resolved[0][1] == [("backward reaches layer", "3", 0.0, 1.0), ("bucket all-reduce starts", "0 [3]", 1.0, 2.0)]
+    record["claims"][0]["reports"][0]["details"]["spans"] = [["F", 1.0]]  # one number: neither form
+    with pytest.raises(figures.MissingData, match="neither"):
+        figures.resolve(spec, page)
+
+
+def test_a_timeline_item_needs_its_events(docs):
+    meta = SHARDED.replace("kind: bar", "kind: timeline")
+    page = docs("sharded", meta, BODY)
+    assert "each item needs ('events',)" in "\n".join(figures.problems(page))

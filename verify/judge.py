@@ -199,7 +199,7 @@ def judge_mutant(proof: Proof, mutant, run: SnippetRun | None, settings: LaunchS
         claims[claim] = {
             "killed": killed,
             "how": how,
-            "reports": [{k: r.get(k) for k in ("rank", "measured", "control", "op", "bound")} for r in reports],
+            "reports": [{k: r.get(k) for k in ("rank", "measured", "control", "op", "bound", "details")} for r in reports],
         }
         if not killed:
             survivors.append(claim)

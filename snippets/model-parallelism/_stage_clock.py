@@ -4,7 +4,9 @@ Every stage's forward sleeps FORWARD_S per micro-batch and its backward twice th
 besides); each stage sums the time it spent in them, and the idle share is 1 - busy / step. Sleeps, not
 compute, so that two stages on a small shared CPU do not fight for cores; load on a shared machine adds
 waiting (late wake-ups, slow messages), so each stage reports the least idle of 3 steps (after a warm-up
-step without the sleeps). Used by one_f_one_b_bubble.py and pipeline_stage_idle_time.py.
+step without the sleeps). Used by one_f_one_b_bubble.py and pipeline_stage_idle_time.py. The busy spans
+of the least idle step are kept in `last_events` (["F" or "B", micro-batch, start ms, end ms] from the
+step's start), for the page's timeline of the schedule.
 """
 
 import time
@@ -17,7 +19,8 @@ from torch.distributed.pipelining import PipelineStage
 FORWARD_S, BACKWARD_S = 0.012, 0.024  # simulated compute of one stage on ONE micro-batch
 MICRO_BATCH, WIDTH = 4, 8
 
-busy = []  # seconds this stage spent computing in the current step
+busy = []  # (kind, start, end) on the perf_counter clock: this stage's compute in the current step
+last_events = []  # the least idle step's busy spans, set by idle_share
 simulate = [True]  # False during the warm-up step: it only has to run the shape inference
 
 
@@ -37,7 +40,7 @@ class Sleep(torch.autograd.Function):
     def backward(ctx, grad):
         start = time.perf_counter()
         compute(BACKWARD_S)
-        busy.append(time.perf_counter() - start)
+        busy.append(("B", start, time.perf_counter()))
         return grad
 
 
@@ -50,7 +53,7 @@ class Stage(torch.nn.Module):
         start = time.perf_counter()
         out = Sleep.apply(self.linear(x))
         compute(FORWARD_S)
-        busy.append(time.perf_counter() - start)
+        busy.append(("F", start, time.perf_counter()))
         return out
 
 
@@ -81,8 +84,19 @@ def idle_share(accelerator, schedule_class, micro_batches, repeats=3):
         dist.barrier()  # the step ends when the last stage is done
         step_s = time.perf_counter() - start
         if step:
-            runs.append((step_s, 1 - sum(busy) / step_s))
-    return min(step_s for step_s, _ in runs), min(idle for _, idle in runs)
+            runs.append((step_s, 1 - sum(end - begin for _, begin, end in busy) / step_s, spans(busy, start)))
+    last_events[:] = min(runs, key=lambda run: run[1])[2]
+    return min(step_s for step_s, _, _ in runs), min(idle for _, idle, _ in runs)
+
+
+def spans(busy, step_start):
+    """[kind, micro-batch, start ms, end ms]: micro-batches numbered in the order each kind ran them."""
+    counts = {}
+    found = []
+    for kind, begin, end in busy:
+        counts[kind] = counts.get(kind, -1) + 1
+        found.append([kind, str(counts[kind]), round((begin - step_start) * 1000, 1), round((end - step_start) * 1000, 1)])
+    return found
 
 
 def formula(stages, micro_batches):

@@ -17,6 +17,7 @@ from accelerate import Accelerator
 from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
 
 import _claims
+import _stage_clock
 from _stage_clock import BACKWARD_S, FORWARD_S, formula, idle_share  # the sleeping stage and its clock
 
 accelerator = Accelerator()
@@ -24,7 +25,9 @@ stages = accelerator.num_processes
 
 MICRO_BATCHES = 6
 one_f_one_b_s, one_f_one_b = idle_share(accelerator, Schedule1F1B, MICRO_BATCHES)
+one_f_one_b_events = list(_stage_clock.last_events)  # this stage's forwards and backwards, for the timeline
 gpipe_s, gpipe = idle_share(accelerator, ScheduleGPipe, MICRO_BATCHES)
+gpipe_events = list(_stage_clock.last_events)
 control_s, control = idle_share(accelerator, Schedule1F1B, 2)
 
 _claims.between(
@@ -43,4 +46,6 @@ _claims.between(
     gpipe_step_ms=round(gpipe_s * 1000, 1),
     control_step_ms=round(control_s * 1000, 1),
     formula_step_ms=round((MICRO_BATCHES + stages - 1) * (FORWARD_S + BACKWARD_S) * 1000, 1),
+    one_f_one_b_events=one_f_one_b_events,
+    gpipe_events=gpipe_events,
 )

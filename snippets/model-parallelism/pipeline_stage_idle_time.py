@@ -14,6 +14,7 @@ from accelerate import Accelerator
 from torch.distributed.pipelining import ScheduleGPipe
 
 import _claims
+import _stage_clock
 from _stage_clock import BACKWARD_S, FORWARD_S, formula, idle_share  # the sleeping stage and its clock
 
 accelerator = Accelerator()
@@ -21,7 +22,9 @@ stages = accelerator.num_processes
 
 MICRO_BATCHES = 6
 gpipe_s, gpipe = idle_share(accelerator, ScheduleGPipe, MICRO_BATCHES)
+gpipe_events = list(_stage_clock.last_events)  # this stage's forwards and backwards, for the timeline
 control_s, control = idle_share(accelerator, ScheduleGPipe, 1)
+control_events = list(_stage_clock.last_events)
 
 _claims.between(
     "pipeline_stage_idles_in_the_bubble",
@@ -37,4 +40,6 @@ _claims.between(
     step_ms=round(gpipe_s * 1000, 1),
     control_step_ms=round(control_s * 1000, 1),
     formula_step_ms=round((MICRO_BATCHES + stages - 1) * (FORWARD_S + BACKWARD_S) * 1000, 1),
+    gpipe_events=gpipe_events,
+    control_events=control_events,
 )

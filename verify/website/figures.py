@@ -4,7 +4,7 @@
       - id: dp-accuracy-gaps       # unique across the site: assets/figures/<id>.svg
         title: How far DDP lands from one process on the full batch     # the caption
         alt: Bar chart on a log scale of the largest difference ...     # measured values are appended
-        kind: logbar               # bar | logbar | line
+        kind: logbar               # bar | logbar | line | stacked | timeline
         unit: max |difference|     # the y axis
         bound: averaged_grads_match_full_batch   # optional: draw this claim's tolerance or band
         data:                      # bars: one per item; a dict-valued key gives one bar per entry,
@@ -14,10 +14,17 @@
         # line: each item is a series, `x` and `y` lists of keys (or numbers), or `y` one dict-valued key
         #   - {label: measured, claim: c, x: [details.m1, details.m4], y: [control, measured]}
         #   - {label: measured, claim: c, y: details.bubble_by_micro_batches}
+        # stacked: one bar per group, its segments one colour per label; a dict of dicts {bar: {part: n}}
+        #   gives one bar per outer key; `ranks: all` draws it for every reporting rank ("ZeRO-1, rank 1")
+        #   - {claim: c, value: details.bytes_per_rank, ranks: all, labels: {optimizer: Adam state}}
+        # timeline: `events` a list of events, one row per reporting rank (`ranks: first`: rank 0 only);
+        #   an event is [kind, text..., start, end] (numbers: against time, `x_label` names the unit) or
+        #   [kind, text...] (no numbers: against order, one slot each); one colour per kind
+        #   - {label: 1F1B, claim: c, events: details.one_f_one_b_events, labels: {F: forward}}
 
 A key is `measured`, `control`, `bound` or `details.NAME` (`details.NAME.KEY` inside a dict, `details.NAME.0`
 inside a list; a list of numbers is a dict keyed by position, so per-rank lists give one bar per rank) of the
-claim's first report in the latest evidence. A claim that failed in that evidence draws no figure: its
+claim's first report in the latest evidence (of every report, for `ranks: all` and timelines). A claim that failed in that evidence draws no figure: its
 place says the claim failed and why, as it says what is missing when there is no evidence. The page puts the figure where it has the line
 `<!-- figure: ID -->`; without current evidence that place shows the command that makes it.
 """
@@ -37,10 +44,11 @@ from verify.paths import CACHE_DIR, DOCS_DIR
 from verify import evidence
 
 FIGURES_DIR = "assets/figures"
-KINDS = ("bar", "logbar", "line")
+KINDS = ("bar", "logbar", "line", "stacked", "timeline")
 COLORS = ["#3366cc", "#e8871e", "#2a9d5c", "#8e5ac8", "#888888", "#c0392b", "#17a2b8"]
 REQUIRED = ("id", "title", "alt", "kind", "data")
-ITEM_KEYS = {"group", "label", "claim", "value", "x", "y", "labels"}
+ITEM_KEYS = {"group", "label", "claim", "value", "x", "y", "labels", "events", "ranks"}
+NEEDS = {"line": ("x", "y"), "timeline": ("events",)}  # what each item must name (the other kinds: a value)
 # Sized for a phone: a 390 px wide screen shows the figure about PHONE_PX wide, so the smallest text,
 # SMALLEST_PT of a FIGSIZE_IN[0]-inch (72 pt per inch) drawing, reads at 10 * 358 / 317 = 11.3 CSS px.
 FIGSIZE_IN = (4.4, 3.3)
@@ -87,7 +95,7 @@ def problems(page: Page) -> list[str]:
             unknown = sorted(set(item) - ITEM_KEYS)
             if unknown:  # most often an unquoted label with a comma, which YAML splits into two keys
                 found.append(f"{page.path}: figure {name!r} has an item with unknown keys {unknown} (quote a label that has a comma)")
-            keys = ("x", "y") if spec["kind"] == "line" else ("value",)
+            keys = NEEDS.get(spec["kind"], ("value",))
             if not all(key in item for key in keys[-1:]):
                 found.append(f"{page.path}: figure {name!r}: each item needs {keys}")
         if spec.get("bound") and spec["bound"] not in page.claim_ids:
@@ -101,6 +109,11 @@ def problems(page: Page) -> list[str]:
 
 
 def first_report(page: Page, claim_id: str) -> dict:
+    return reports(page, claim_id)[0]
+
+
+def reports(page: Page, claim_id: str) -> list[dict]:
+    """Every rank's report of a claim in the latest evidence, rank 0 first."""
     for proof in page.proofs:
         if claim_id in proof.claims:
             found = evidence.current(proof)
@@ -111,14 +124,12 @@ def first_report(page: Page, claim_id: str) -> dict:
                 raise MissingData(f"claim {claim_id} failed in the latest run, so it draws no figure (its evidence box says why)")
             if not claim["reports"]:
                 raise MissingData(f"claim {claim_id} was not reported in the latest run")
-            return claim["reports"][0]
+            return sorted(claim["reports"], key=lambda report: report.get("rank") or 0)
     raise FigureError(f"{page.path}: {claim_id!r} is no claim of this page")
 
 
-def lookup(report: dict, key, claim_id: str):
-    """A number, or a dict of numbers, at `key` of a report; a number given directly is itself."""
-    if isinstance(key, (int, float)):
-        return key
+def raw(report: dict, key, claim_id: str):
+    """Whatever the report holds at `key` (`details.NAME.KEY`, `measured.0`)."""
     value = report
     for part in str(key).split("."):
         if isinstance(value, list) and part.isdigit() and int(part) < len(value):
@@ -127,6 +138,14 @@ def lookup(report: dict, key, claim_id: str):
         if not isinstance(value, dict) or part not in value:
             raise MissingData(f"the evidence of {claim_id} has no {key}")
         value = value[part]
+    return value
+
+
+def lookup(report: dict, key, claim_id: str):
+    """A number, or a dict of numbers, at `key` of a report; a number given directly is itself."""
+    if isinstance(key, (int, float)):
+        return key
+    value = raw(report, key, claim_id)
     if isinstance(value, list):  # per rank or per step: keyed by position
         value = {str(index): entry for index, entry in enumerate(value)}
     if isinstance(value, dict):  # a dict of numbers, or of dicts of numbers (one level deeper)
@@ -144,13 +163,55 @@ def number(value, where: str) -> float:
     return float(value)
 
 
+def events_of(value, claim_id: str, names: dict) -> list[tuple]:
+    """[(kind, text, start, end)] from a report's list of events: [kind, text..., start, end] against time,
+    [kind, text...] against order (one slot each)."""
+    if not isinstance(value, list) or not value:
+        raise MissingData(f"the events of {claim_id} are {value!r}, not a list of events")
+    found = []
+    for position, event in enumerate(value):
+        if not isinstance(event, list) or not event:
+            raise MissingData(f"an event of {claim_id} is {event!r}, not a list")
+        times = [part for part in event if isinstance(part, (int, float)) and not isinstance(part, bool)]
+        words = [str(part) for part in event if part not in times]
+        if len(times) not in (0, 2) or not words:
+            raise MissingData(f"the event {event!r} of {claim_id} is neither [kind, text..., start, end] nor [kind, text...]")
+        start, end = (float(times[0]), float(times[1])) if times else (float(position), float(position + 1))
+        found.append((names.get(words[0], words[0]), " ".join(words[1:]), start, end))
+    return found
+
+
+def ranked(item: dict, page: Page, claim: str, every: bool) -> list[tuple[str, dict]]:
+    """(suffix, report) for rank 0 alone, or for every reporting rank (suffix ", rank N")."""
+    found = reports(page, claim)
+    if not every or len(found) == 1:
+        return [("", found[0])]
+    return [(f", rank {report.get('rank', index)}", report) for index, report in enumerate(found)]
+
+
 def resolve(spec: dict, page: Page) -> list:
-    """Bars: [(group, label, value)]; lines: [(label, [(x, y), ...])]. Raises MissingData."""
+    """Bars: [(group, label, value)]; lines: [(label, [(x, y), ...])]; timelines: [(row, [(kind, text,
+    start, end), ...])]. Raises MissingData."""
     out = []
     for item in spec["data"]:
         claim = item.get("claim") or spec.get("claim")
         report = first_report(page, claim)
         label = str(item.get("label", item.get("value", claim)))
+        names = item.get("labels") or {}  # optional: nicer names for a dict's keys or an event's kind
+        if spec["kind"] == "timeline":
+            for suffix, each in ranked(item, page, claim, item.get("ranks", "all") == "all"):
+                out.append((label + suffix, events_of(raw(each, item["events"], claim), claim, names)))
+            continue
+        if spec["kind"] == "stacked":
+            for suffix, each in ranked(item, page, claim, item.get("ranks") == "all"):
+                value = lookup(each, item["value"], claim)
+                if isinstance(value, dict) and all(isinstance(entry, dict) for entry in value.values()):
+                    out += [(names.get(g, g) + suffix, names.get(s, s), v) for g, inner in value.items() for s, v in inner.items()]
+                elif isinstance(value, dict):  # one bar, one segment per key
+                    out += [(str(item.get("group", label)) + suffix, names.get(key, key), entry) for key, entry in value.items()]
+                else:
+                    out.append((str(item.get("group", "")) + suffix, label, value))
+            continue
         if spec["kind"] == "line":
             y = item["y"]
             if isinstance(y, list):
@@ -164,7 +225,6 @@ def resolve(spec: dict, page: Page) -> list:
             out.append((label, points))
         else:
             value = lookup(report, item["value"], claim)
-            names = item.get("labels") or {}  # optional: nicer names for a dict's keys
             if isinstance(value, dict) and all(isinstance(entry, dict) for entry in value.values()):
                 # {series: {group: number}}: one colour per outer key, grouped by the inner keys
                 out += [(names.get(g, g), names.get(s, s), v) for s, inner in value.items() for g, v in inner.items()]
@@ -209,6 +269,12 @@ def alt_text(spec: dict, resolved: list) -> str:
     """The declared alt text, then every value drawn, so a reader who cannot see the figure loses nothing."""
     if spec["kind"] == "line":
         values = "; ".join(f"{label}: " + ", ".join(f"{show(x)} → {show(y)}" for x, y in points) for label, points in resolved)
+    elif spec["kind"] == "timeline" and spec.get("x_label"):
+        values = "; ".join(f"{row} ({spec['x_label']}): " + ", ".join(f"{kind} {text}".strip() + f" {show(start)} to {show(end)}"
+                                                                     for kind, text, start, end in events) for row, events in resolved)  # fmt: skip
+    elif spec["kind"] == "timeline":  # against order: the events in the order they happened
+        values = "; ".join(f"{row}, in order: " + ", ".join(f"{kind} {text}".strip() for kind, text, _, _ in events)
+                           for row, events in resolved)  # fmt: skip
     else:
         values = "; ".join(f"{group + ', ' if group else ''}{label}: {show(value)}" for group, label, value in resolved)
     return f"{spec['alt'].strip().rstrip('.')}. Values: {values}."
@@ -223,23 +289,30 @@ def draw(spec: dict, resolved: list, bound=None) -> str:
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": spec["id"], "font.size": FONT_PT}):
-        figure = Figure(figsize=FIGSIZE_IN, layout="constrained")
+        rows = len(resolved) if spec["kind"] == "timeline" else 0
+        height = max(FIGSIZE_IN[1] * 0.75, 1.5 + 0.42 * rows) if rows else FIGSIZE_IN[1]  # a timeline grows by its rows
+        figure = Figure(figsize=(FIGSIZE_IN[0], height), layout="constrained")
         axes = figure.add_subplot()
         if spec["kind"] == "line":
             draw_lines(axes, spec, resolved)
+        elif spec["kind"] == "timeline":
+            draw_timeline(axes, spec, resolved)
+        elif spec["kind"] == "stacked":
+            draw_stacked(axes, resolved)
         else:
             draw_bars(axes, resolved, log=spec["kind"] == "logbar")
         if bound is not None:
             draw_bound(axes, *bound)
-        axes.set_ylabel(wrap(spec.get("unit", ""), 28))
+        if spec["kind"] != "timeline":
+            axes.set_ylabel(wrap(spec.get("unit", ""), 28))
         axes.spines[["top", "right"]].set_visible(False)
-        axes.grid(axis="y", alpha=0.3)
+        axes.grid(axis="x" if spec["kind"] == "timeline" else "y", alpha=0.3)
         names = axes.get_legend_handles_labels()[1]
         if names:  # above the plot, where it can cover no bar or point
             axes.legend(frameon=False, fontsize=SMALLEST_PT, loc="lower left", bbox_to_anchor=(0, 1), borderaxespad=0.2,
                         ncols=2 if len(names) > 2 and max(map(len, names)) <= 20 else 1)  # fmt: skip
         out = io.StringIO()
-        figure.savefig(out, format="svg", metadata={"Date": None})
+        figure.savefig(out, format="svg", metadata={"Date": None}, transparent=True)  # the page's colour shows through
     return out.getvalue()
 
 
@@ -286,6 +359,55 @@ def draw_bars(axes, resolved: list, log: bool) -> None:
         axes.yaxis.set_minor_formatter(NullFormatter())
     else:
         axes.yaxis.set_major_formatter(lambda value, _: short(value))
+
+
+def draw_stacked(axes, resolved: list) -> None:
+    """One bar per group, its parts stacked in the order they first appear, each bar's total on top."""
+    groups = list(dict.fromkeys(group for group, _, _ in resolved))
+    parts = list(dict.fromkeys(label for _, label, _ in resolved))
+    colors = {label: COLORS[index % len(COLORS)] for index, label in enumerate(parts)}
+    totals = []
+    for index, group in enumerate(groups):
+        bottom = 0.0
+        for part in parts:
+            value = sum(v for g, label, v in resolved if g == group and label == part)
+            if value:
+                axes.bar(index, value, 0.7, bottom=bottom, color=colors[part], edgecolor="white", linewidth=0.5,
+                         label=part if part not in axes.get_legend_handles_labels()[1] else None)  # fmt: skip
+            bottom += value
+        totals.append(bottom)
+        axes.annotate(short(bottom), (index, bottom), ha="center", va="bottom", fontsize=SMALLEST_PT,
+                      xytext=(0, 2), textcoords="offset points")  # fmt: skip
+    axes.set_ylim(0, (max(totals) or 1) * 1.18)
+    axes.set_xticks(range(len(groups)), [wrap(group, 12 if len(groups) < 4 else 9) for group in groups])
+    axes.yaxis.set_major_formatter(lambda value, _: short(value))
+
+
+def draw_timeline(axes, spec: dict, resolved: list) -> None:
+    """One row per (item, rank), the first at the top; each event a bar from its start to its end, one
+    colour per kind, its text inside when it fits."""
+    kinds = list(dict.fromkeys(kind for _, events in resolved for kind, _, _, _ in events))
+    colors = {kind: COLORS[index % len(COLORS)] for index, kind in enumerate(kinds)}
+    ends = [end for _, events in resolved for _, _, _, end in events]
+    starts = [start for _, events in resolved for _, _, start, _ in events]
+    span = (max(ends) - min(0.0, min(starts))) or 1.0
+    inch = axes.figure.get_figwidth() * 0.72  # about the plot's width: text fits when its bar is wide enough
+    for row, (_, events) in enumerate(resolved):
+        y = len(resolved) - 1 - row
+        for kind, text, start, end in events:
+            axes.barh(y, max(end - start, span / 400), left=start, height=0.7, color=colors[kind], edgecolor="white",
+                      linewidth=0.5, label=kind if kind not in axes.get_legend_handles_labels()[1] else None)  # fmt: skip
+            room = (end - start) / span * inch * 72  # points
+            shown = next((t for t in (text, text.split(" ")[0]) if t and room >= len(t) * SMALLEST_PT * 0.62 + 2), None)
+            if shown:  # the rest of the text is in the alt text
+                axes.annotate(shown, ((start + end) / 2, y), ha="center", va="center", fontsize=SMALLEST_PT, color="white")
+    axes.set_yticks(range(len(resolved)), [wrap(row, 14) for row, _ in reversed(resolved)])
+    axes.set_xlim(min(0.0, min(starts)), max(ends))
+    axes.set_ylim(-0.6, len(resolved) - 0.4)
+    axes.set_xlabel(spec.get("x_label") or "order of events (one slot each)")
+    if not spec.get("x_label"):  # against order the slots have no unit: no numbers on the axis
+        axes.set_xticks([])
+    axes.tick_params(axis="y", length=0)
 
 
 def draw_lines(axes, spec: dict, resolved: list) -> None:
@@ -398,7 +520,7 @@ def place(markdown: str, page: Page, available) -> str:
             block = "\n".join(
                 [
                     '<figure class="study-figure" markdown="1">',
-                    f"[![{alt}]({svg})]({svg}){{ .study-figure-zoom title=\"Open the figure full size\" }}",
+                    f"[![{alt}]({svg})]({svg}){{ .study-figure-zoom title=\"Enlarge the figure\" }}",
                     f"<figcaption>{spec['title']}. Drawn from {whose}; tap or click it to enlarge.</figcaption>",
                     "</figure>",
                 ]
