@@ -463,3 +463,31 @@ def adam_weight_decay_decoupled(patch):
             group["decoupled_weight_decay"] = True
 
     patch.wrap(torch.optim.Adam, "__init__", init)
+
+
+# --- momentum correction (momentum-correction) ---
+
+
+@mutant(
+    "sgd-momentum-absorbs-lr",
+    "torch.optim.SGD keeps the velocity v = momentum * v + lr * g and steps w -= v (lr inside the history), "
+    "so a learning-rate change reaches the history only through new gradients",
+)
+def sgd_momentum_absorbs_lr(patch):
+    import torch
+
+    def step(original, self, closure=None):
+        with torch.no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is None:
+                        continue
+                    state = self.state[param]
+                    grad = param.grad.add(param, alpha=group["weight_decay"])
+                    if "absorbed_velocity" not in state:
+                        state["absorbed_velocity"] = group["lr"] * grad
+                    else:
+                        state["absorbed_velocity"].mul_(group["momentum"]).add_(grad, alpha=group["lr"])
+                    param.sub_(state["absorbed_velocity"])
+
+    patch.wrap(torch.optim.SGD, "step", step)
