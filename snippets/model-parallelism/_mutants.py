@@ -224,3 +224,17 @@ def fully_shard_splits_last_dim_by_default(patch):
         return original(module, *args, **kwargs)
 
     patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+# --- scatter/gather between pipeline stages (pipeline-tp-scatter-gather) ---
+
+
+@mutant(
+    "replicate-to-shard-keeps-whole-tensor",
+    "redistributing a Replicate DTensor to Shard keeps the whole tensor on every rank, so each tensor-parallel "
+    "rank would still send all of it to the next stage",
+)
+def replicate_to_shard_keeps_whole_tensor(patch):
+    from torch.distributed.tensor import Shard
+
+    patch.wrap(Shard, "_replicate_to_shard", lambda original, self, local_tensor, *args, **kwargs: local_tensor)

@@ -684,3 +684,48 @@ def non_blocking_copy_waits(patch):
         return result
 
     patch.wrap(torch.Tensor, "copy_", waiting)
+
+
+# --- reading a sharded parameter (deepspeed-zero3-parameters) ---
+
+
+@mutant("summon-full-params-is-a-no-op", "FSDP.summon_full_params leaves every parameter as its rank's shard")
+def summon_full_params_is_a_no_op(patch):
+    import contextlib
+
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    patch.wrap(FullyShardedDataParallel, "summon_full_params", lambda original, *args, **kwargs: contextlib.nullcontext())
+
+
+@mutant(
+    "summon-writeback-broadcasts-rank-0",
+    "FSDP.summon_full_params broadcasts rank 0's full parameters on exit, as DeepSpeed's modifier_rank=0 does, "
+    "so a change made on rank 0 alone reaches every shard",
+)
+def summon_writeback_broadcasts_rank_0(patch):
+    import contextlib
+
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    @contextlib.contextmanager
+    def summon(original, module, *args, **kwargs):
+        with original(module, *args, **kwargs):
+            yield
+            if kwargs.get("writeback", True):
+                for param in module.parameters():
+                    dist.broadcast(param.data, 0)
+
+    patch.wrap(FullyShardedDataParallel, "summon_full_params", summon)
+
+
+@mutant("fsdp1-shards-nothing", "FullyShardedDataParallel keeps the whole flat parameter on every rank (NO_SHARD whatever it is asked)")
+def fsdp1_shards_nothing(patch):
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+
+    def init(original, self, module, *args, **kwargs):
+        kwargs["sharding_strategy"] = ShardingStrategy.NO_SHARD
+        return original(self, module, *args, **kwargs)
+
+    patch.wrap(FullyShardedDataParallel, "__init__", init)

@@ -405,3 +405,89 @@ def batchnorm_normalises_with_running_stats(patch):
         )
 
     patch.wrap(_BatchNorm, "forward", forward)
+
+
+# --- loss scale against learning rate (loss-scale-vs-lr-weight-decay) ---
+
+
+@mutant(
+    "sgd-weight-decay-ignores-lr",
+    "SGD shrinks the weights by a fixed factor (1 - weight_decay) per step, whatever the learning rate, so the "
+    "decay no longer scales with lr",
+)
+def sgd_weight_decay_ignores_lr(patch):
+    import torch
+
+    def step(original, self, *args, **kwargs):
+        decays = [group["weight_decay"] for group in self.param_groups]
+        with torch.no_grad():
+            for group, decay in zip(self.param_groups, decays):
+                group["weight_decay"] = 0.0
+                for param in group["params"]:
+                    if param.grad is not None:
+                        param.mul_(1 - decay)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            for group, decay in zip(self.param_groups, decays):
+                group["weight_decay"] = decay
+
+    patch.wrap(torch.optim.SGD, "step", step)
+
+
+@mutant(
+    "adam-step-proportional-to-gradient",
+    "Adam's step grows with the gradient like SGD's (its eps is so large that m / (sqrt(v) + eps) is about m / eps)",
+)
+def adam_step_proportional_to_gradient(patch):
+    import torch
+
+    def init(original, self, params, *args, **kwargs):
+        original(self, params, *args, **kwargs)
+        for group in self.param_groups:
+            group["eps"] = 1.0
+
+    patch.wrap(torch.optim.Adam, "__init__", init)
+
+
+@mutant(
+    "adam-weight-decay-decoupled",
+    "torch.optim.Adam's weight_decay is decoupled by default, as AdamW's is",
+)
+def adam_weight_decay_decoupled(patch):
+    import torch
+
+    def init(original, self, params, *args, **kwargs):
+        original(self, params, *args, **kwargs)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
+
+    patch.wrap(torch.optim.Adam, "__init__", init)
+
+
+# --- momentum correction (momentum-correction) ---
+
+
+@mutant(
+    "sgd-momentum-absorbs-lr",
+    "torch.optim.SGD keeps the velocity v = momentum * v + lr * g and steps w -= v (lr inside the history), "
+    "so a learning-rate change reaches the history only through new gradients",
+)
+def sgd_momentum_absorbs_lr(patch):
+    import torch
+
+    def step(original, self, closure=None):
+        with torch.no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is None:
+                        continue
+                    state = self.state[param]
+                    grad = param.grad.add(param, alpha=group["weight_decay"])
+                    if "absorbed_velocity" not in state:
+                        state["absorbed_velocity"] = group["lr"] * grad
+                    else:
+                        state["absorbed_velocity"].mul_(group["momentum"]).add_(grad, alpha=group["lr"])
+                    param.sub_(state["absorbed_velocity"])
+
+    patch.wrap(torch.optim.SGD, "step", step)
