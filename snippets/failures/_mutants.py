@@ -327,3 +327,19 @@ def debug_detail_wraps_nothing(patch):
 
     patch.wrap(distributed_c10d, "_create_process_group_wrapper",
                lambda original, wrapped_pg, *args, **kwargs: wrapped_pg)
+
+
+@mutant("distributed-sampler-shuffle-depends-on-world-size",
+        "DistributedSampler's shuffle is seeded by the world size too, so a resized job draws another permutation")
+def distributed_sampler_shuffle_depends_on_world_size(patch):
+    from torch.utils.data import DistributedSampler
+
+    def reseeded(original, self):
+        seed = self.seed
+        self.seed = seed + 1000 * self.num_replicas
+        try:
+            return original(self)
+        finally:
+            self.seed = seed
+
+    patch.wrap(DistributedSampler, "__iter__", reseeded)
