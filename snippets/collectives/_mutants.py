@@ -119,3 +119,31 @@ def all_gather_single_repeats_the_local_chunk(patch):
         output.copy_(input.repeat(dist.get_world_size()))
 
     patch.wrap(dist, "all_gather_single", repeat)
+
+
+# --- collectives/bus-bandwidth: collectives that move more bytes than the bus factor says ---
+
+@mutant("all-reduce-is-reduce-then-broadcast",
+        "all_reduce is a reduce to one rank followed by a broadcast from it, not a ring or tree over all links")
+def all_reduce_is_reduce_then_broadcast(patch):
+    import torch.distributed as dist
+
+    def reduce_then_broadcast(original, tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        root = dist.get_global_rank(group, 0) if group is not None else 0
+        dist.reduce(tensor, dst=root, op=op, group=group)
+        dist.broadcast(tensor, src=root, group=group)
+
+    patch.wrap(dist, "all_reduce", reduce_then_broadcast)
+
+
+@mutant("all-gather-single-via-all-reduce",
+        "all_gather_single zero-fills the output, puts the local shard in its slot and all-reduces the whole buffer")
+def all_gather_single_via_all_reduce(patch):
+    import torch.distributed as dist
+
+    def by_all_reduce(original, output, input, group=None, async_op=False):
+        output.zero_()
+        output.chunk(dist.get_world_size(group))[dist.get_rank(group)].copy_(input)
+        dist.all_reduce(output, group=group)
+
+    patch.wrap(dist, "all_gather_single", by_all_reduce)

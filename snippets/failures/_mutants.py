@@ -317,3 +317,29 @@ def flight_recorder_off_by_default(patch):
         return pickle.dumps(trace)
 
     patch.wrap(_distributed_c10d, "_dump_fr_trace", empty_buffer)
+
+
+# --- failures/nccl-debugging-variables (pages-d) ----------------
+@mutant("debug-detail-wraps-nothing",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL only adds logging: a group made at DETAIL gets no collective-checking wrapper")
+def debug_detail_wraps_nothing(patch):
+    from torch.distributed import distributed_c10d
+
+    patch.wrap(distributed_c10d, "_create_process_group_wrapper",
+               lambda original, wrapped_pg, *args, **kwargs: wrapped_pg)
+
+
+@mutant("distributed-sampler-shuffle-depends-on-world-size",
+        "DistributedSampler's shuffle is seeded by the world size too, so a resized job draws another permutation")
+def distributed_sampler_shuffle_depends_on_world_size(patch):
+    from torch.utils.data import DistributedSampler
+
+    def reseeded(original, self):
+        seed = self.seed
+        self.seed = seed + 1000 * self.num_replicas
+        try:
+            return original(self)
+        finally:
+            self.seed = seed
+
+    patch.wrap(DistributedSampler, "__iter__", reseeded)
