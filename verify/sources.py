@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,9 +45,15 @@ def normalised(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=256)
+def normalised_source(text: str) -> str:
+    # a file is quoted many times (accelerator.py over 100): normalise it once; a str caches its own hash
+    return normalised(text)
+
+
 def quote_found(quote: str, text: str) -> bool:
     """Every part of the quote (split at `...`) occurs in the text, in order, whitespace normalised."""
-    haystack, start = normalised(text), 0
+    haystack, start = normalised_source(text), 0
     for part in (normalised(piece) for piece in ELLIPSIS.split(quote)):
         if not part:
             continue
@@ -67,6 +74,11 @@ def kind_and_target(where: str) -> tuple[str, str]:
 
 def site_packages_of(module: str) -> Path:
     """The folder that holds an installed top-level module, found without importing it (torch takes 3 s)."""
+    return _site_packages_of(module, tuple(sys.path))  # the release matrix puts another accelerate first
+
+
+@functools.lru_cache(maxsize=None)
+def _site_packages_of(module: str, _search_path: tuple) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None:
         raise SourceError(f"package {module!r} is not installed")
