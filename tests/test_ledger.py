@@ -14,9 +14,10 @@ from verify.paths import DOCS_DIR, ROOT
 # when the planned pages land. Raise this floor as they do (it is the measured share, rounded down).
 # Question bank IV (issue 26) added 145 senior questions and re-opened 14 out-of-scope ones, most of
 # them "not yet": 217 of 384 in scope answered, 0.565. After the eleven senior pages landed and 22
-# duplicate entries were merged: 291 of 447 in scope answered, 0.651.
+# duplicate entries were merged: 291 of 447 in scope answered, 0.651. After follow-ups answered the
+# `partly` entries their pages nearly covered (ledger3): 393 of 462 in scope answered, 0.851.
 ANSWERED_SHARE_TARGET = 0.85
-ANSWERED_SHARE_FLOOR = 0.65
+ANSWERED_SHARE_FLOOR = 0.85
 
 PAGE = DOCS_DIR / "what-people-ask.md"
 
