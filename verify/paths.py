@@ -20,6 +20,8 @@ RELEASE_LIST = ROOT / "data" / "accelerate-releases.txt"  # PyPI's releases: ver
 EXCERPTS_DIR = ROOT / "data" / "excerpts"  # dated excerpts of sources that are not installed (data/levels-spec.md)
 LEVELS_BACKLOG = ROOT / "data" / "levels-backlog.txt"  # pages whose Mechanism is not yet labelled; only shrinks
 PROSE_BACKLOG = ROOT / "data" / "prose-backlog.yaml"  # prose findings not yet fixed (verify/website/prose.py); only shrinks
+SEARCH_DICTIONARY = ROOT / "data" / "search-dictionary.txt"  # jieba's words for the site's search (search_dictionary.py)
+SEARCH_TERMS = ROOT / "data" / "search-terms.txt"  # terms that search keeps whole
 DELIBERATE_REPEATS = ROOT / "data" / "deliberate-repeats.yaml"  # sentences on two pages on purpose, with why
 PYPROJECT = ROOT / "pyproject.toml"  # the pinned releases a page's prose may name as "the pinned release"
 # Evidence measured on a reference machine and committed, shown by the site where this machine has none yet

@@ -4,7 +4,7 @@
 # so the proof sets it, creates a new group, unsets it, and creates another (the control): an all_reduce
 # on the first reports a positive duration; on the second _get_duration() refuses (timing not enabled).
 #
-#   accelerate launch snippets/failures/nccl_enable_timing_cuda.py      (any number of CUDA GPUs, NCCL)
+#   accelerate launch --num_processes 1 snippets/failures/nccl_enable_timing_cuda.py   (one CUDA GPU is enough; NCCL)
 # NCCL needs CUDA tensors, so there is nothing to run on a CPU: this proof needs a GPU.
 import os
 

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from verify.pages import load_pages
-from verify.paths import ROOT
+from verify.paths import ROOT, SEARCH_DICTIONARY, SEARCH_TERMS
 
-DICTIONARY = ROOT / "data" / "search-dictionary.txt"
-TERMS = ROOT / "data" / "search-terms.txt"
+DICTIONARY = SEARCH_DICTIONARY
+TERMS = SEARCH_TERMS
 MOST_FREQUENT = 20_000
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
