@@ -224,3 +224,27 @@ def fully_shard_splits_last_dim_by_default(patch):
         return original(module, *args, **kwargs)
 
     patch.wrap(fsdp, "fully_shard", fully_shard)
+
+
+# ---- model-parallelism/moe-load-balancing-loss (pages-e)
+@mutant("switch-balance-loss-unscaled",
+        "the Switch balancing loss is the plain sum of f_i * P_i, without the factor N (1/N at perfect balance)")
+def switch_balance_loss_unscaled(patch):
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def unscaled(original, router_probs, expert_indices):
+        return original(router_probs, expert_indices) / router_probs.shape[-1]
+
+    patch.wrap(switch, "load_balancing_loss_func", unscaled)
+
+
+@mutant("switch-balance-loss-no-gradient",
+        "the balancing loss cannot steer the router: the argmax counts f_i carry no gradient, and P_i is treated "
+        "as a constant too")
+def switch_balance_loss_no_gradient(patch):
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def detached(original, router_probs, expert_indices):
+        return original(router_probs.detach(), expert_indices)
+
+    patch.wrap(switch, "load_balancing_loss_func", detached)
