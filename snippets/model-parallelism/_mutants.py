@@ -248,3 +248,32 @@ def switch_balance_loss_no_gradient(patch):
         return original(router_probs.detach(), expert_indices)
 
     patch.wrap(switch, "load_balancing_loss_func", detached)
+
+
+# ---- model-parallelism/moe-router-precision (pages-e)
+@mutant("switch-router-ignores-router-dtype",
+        "the Switch router computes its logits and softmax in the hidden states' dtype, whatever router_dtype says")
+def switch_router_ignores_router_dtype(patch):
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def forward(original, self, hidden_states):
+        self.dtype = hidden_states.dtype
+        return original(self, hidden_states)
+
+    patch.wrap(switch.SwitchTransformersTop1Router, "forward", forward)
+
+
+@mutant("switch-router-dispatch-in-float32",
+        "with router_dtype float32 the whole routing decision is float32: the expert is chosen before the "
+        "probabilities are cast back to the model's dtype")
+def switch_router_dispatch_in_float32(patch):
+    import torch
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def forward(original, self, hidden_states):
+        expert_index, router_probs, router_logits = original(self, hidden_states)
+        choice = torch.nn.functional.one_hot(router_logits.argmax(-1), num_classes=self.num_experts)
+        keep = torch.cumsum(choice, dim=-2) <= self.expert_capacity
+        return choice * keep, router_probs, router_logits
+
+    patch.wrap(switch.SwitchTransformersTop1Router, "forward", forward)
