@@ -277,3 +277,50 @@ def switch_router_dispatch_in_float32(patch):
         return choice * keep, router_probs, router_logits
 
     patch.wrap(switch.SwitchTransformersTop1Router, "forward", forward)
+
+
+# ---- model-parallelism/vocab-parallel-cross-entropy (pages-e)
+@mutant("loss-parallel-normalises-per-shard",
+        "under loss_parallel each rank normalises the softmax over its own vocabulary shard (no cross-rank max "
+        "and sum of exponentials)")
+def loss_parallel_normalises_per_shard(patch):
+    import torch
+    from torch.distributed.tensor.parallel import loss as loss_module
+
+    def local_log_softmax(x, dim, half_to_float, mesh, mesh_dim):
+        patch.ran()
+        return torch.log_softmax(x.float() if half_to_float else x, dim)
+
+    patch.replace(loss_module, "_log_softmax", local_log_softmax)
+
+
+@mutant("loss-parallel-gathers-logits",
+        "loss_parallel all-gathers the vocabulary-sharded logits and computes the ordinary loss")
+def loss_parallel_gathers_logits(patch):
+    import torch.distributed.tensor.parallel as tensor_parallel
+    import torch.nn.functional as F
+    from torch.distributed.tensor import DTensor
+
+    def gathering(original, *args, **kwargs):
+        patch.ran()
+        context = original(*args, **kwargs)
+
+        class Gathering:
+            def __enter__(self):
+                self.cross_entropy = F.cross_entropy
+
+                def gathered(input, target, *rest, **options):
+                    if isinstance(input, DTensor):
+                        input = input.full_tensor()
+                    return self.cross_entropy(input, target, *rest, **options)
+
+                F.cross_entropy = gathered
+                return context.__enter__()
+
+            def __exit__(self, *exc):
+                F.cross_entropy = self.cross_entropy
+                return context.__exit__(*exc)
+
+        return Gathering()
+
+    patch.wrap(tensor_parallel, "loss_parallel", gathering)  # where `from ... import loss_parallel` reads it
