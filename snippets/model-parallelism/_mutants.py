@@ -238,3 +238,103 @@ def replicate_to_shard_keeps_whole_tensor(patch):
     from torch.distributed.tensor import Shard
 
     patch.wrap(Shard, "_replicate_to_shard", lambda original, self, local_tensor, *args, **kwargs: local_tensor)
+
+
+# ---- model-parallelism/moe-load-balancing-loss (pages-e)
+@mutant("switch-balance-loss-unscaled",
+        "the Switch balancing loss is the plain sum of f_i * P_i, without the factor N (1/N at perfect balance)")
+def switch_balance_loss_unscaled(patch):
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def unscaled(original, router_probs, expert_indices):
+        return original(router_probs, expert_indices) / router_probs.shape[-1]
+
+    patch.wrap(switch, "load_balancing_loss_func", unscaled)
+
+
+@mutant("switch-balance-loss-no-gradient",
+        "the balancing loss cannot steer the router: the argmax counts f_i carry no gradient, and P_i is treated "
+        "as a constant too")
+def switch_balance_loss_no_gradient(patch):
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def detached(original, router_probs, expert_indices):
+        return original(router_probs.detach(), expert_indices)
+
+    patch.wrap(switch, "load_balancing_loss_func", detached)
+
+
+# ---- model-parallelism/moe-router-precision (pages-e)
+@mutant("switch-router-ignores-router-dtype",
+        "the Switch router computes its logits and softmax in the hidden states' dtype, whatever router_dtype says")
+def switch_router_ignores_router_dtype(patch):
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def forward(original, self, hidden_states):
+        self.dtype = hidden_states.dtype
+        return original(self, hidden_states)
+
+    patch.wrap(switch.SwitchTransformersTop1Router, "forward", forward)
+
+
+@mutant("switch-router-dispatch-in-float32",
+        "with router_dtype float32 the whole routing decision is float32: the expert is chosen before the "
+        "probabilities are cast back to the model's dtype")
+def switch_router_dispatch_in_float32(patch):
+    import torch
+    from transformers.models.switch_transformers import modeling_switch_transformers as switch
+
+    def forward(original, self, hidden_states):
+        expert_index, router_probs, router_logits = original(self, hidden_states)
+        choice = torch.nn.functional.one_hot(router_logits.argmax(-1), num_classes=self.num_experts)
+        keep = torch.cumsum(choice, dim=-2) <= self.expert_capacity
+        return choice * keep, router_probs, router_logits
+
+    patch.wrap(switch.SwitchTransformersTop1Router, "forward", forward)
+
+
+# ---- model-parallelism/vocab-parallel-cross-entropy (pages-e)
+@mutant("loss-parallel-normalises-per-shard",
+        "under loss_parallel each rank normalises the softmax over its own vocabulary shard (no cross-rank max "
+        "and sum of exponentials)")
+def loss_parallel_normalises_per_shard(patch):
+    import torch
+    from torch.distributed.tensor.parallel import loss as loss_module
+
+    def local_log_softmax(x, dim, half_to_float, mesh, mesh_dim):
+        patch.ran()
+        return torch.log_softmax(x.float() if half_to_float else x, dim)
+
+    patch.replace(loss_module, "_log_softmax", local_log_softmax)
+
+
+@mutant("loss-parallel-gathers-logits",
+        "loss_parallel all-gathers the vocabulary-sharded logits and computes the ordinary loss")
+def loss_parallel_gathers_logits(patch):
+    import torch.distributed.tensor.parallel as tensor_parallel
+    import torch.nn.functional as F
+    from torch.distributed.tensor import DTensor
+
+    def gathering(original, *args, **kwargs):
+        patch.ran()
+        context = original(*args, **kwargs)
+
+        class Gathering:
+            def __enter__(self):
+                self.cross_entropy = F.cross_entropy
+
+                def gathered(input, target, *rest, **options):
+                    if isinstance(input, DTensor):
+                        input = input.full_tensor()
+                    return self.cross_entropy(input, target, *rest, **options)
+
+                F.cross_entropy = gathered
+                return context.__enter__()
+
+            def __exit__(self, *exc):
+                F.cross_entropy = self.cross_entropy
+                return context.__exit__(*exc)
+
+        return Gathering()
+
+    patch.wrap(tensor_parallel, "loss_parallel", gathering)  # where `from ... import loss_parallel` reads it

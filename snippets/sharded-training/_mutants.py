@@ -728,4 +728,40 @@ def fsdp1_shards_nothing(patch):
         kwargs["sharding_strategy"] = ShardingStrategy.NO_SHARD
         return original(self, module, *args, **kwargs)
 
+
+# ---- sharded-training/fsdp-prefetch-and-rate-limit (pages-e)
+@mutant("fsdp1-backward-prefetch-off-by-default",
+        "FSDP1 prefetches nothing in backward unless backward_prefetch is passed (its default is None)")
+def fsdp1_backward_prefetch_off_by_default(patch):
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    def init(original, self, *args, **kwargs):
+        kwargs.setdefault("backward_prefetch", None)
+        return original(self, *args, **kwargs)
+
+    patch.wrap(FullyShardedDataParallel, "__init__", init)
+
+
+@mutant("fsdp1-backward-post-same-as-pre",
+        "BACKWARD_POST issues the next all-gather at the same point as BACKWARD_PRE, before the current gradients")
+def fsdp1_backward_post_same_as_pre(patch):
+    from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel
+
+    def init(original, self, *args, **kwargs):
+        if kwargs.get("backward_prefetch") == BackwardPrefetch.BACKWARD_POST:
+            kwargs["backward_prefetch"] = BackwardPrefetch.BACKWARD_PRE
+        return original(self, *args, **kwargs)
+
+    patch.wrap(FullyShardedDataParallel, "__init__", init)
+
+
+@mutant("fsdp1-forward-prefetch-ignored",
+        "FSDP1's forward_prefetch=True changes nothing: each all-gather is issued in its own unit's pre-forward")
+def fsdp1_forward_prefetch_ignored(patch):
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    def init(original, self, *args, **kwargs):
+        kwargs["forward_prefetch"] = False
+        return original(self, *args, **kwargs)
+
     patch.wrap(FullyShardedDataParallel, "__init__", init)
