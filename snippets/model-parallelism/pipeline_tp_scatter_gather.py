@@ -4,7 +4,7 @@
 # receiving TP group all-gathers the full tensor. Here the 2 ranks form one TP group (t = 2); the split and
 # the all-gather are real DTensor redistributions on gloo, the inter-stage send between the two groups is
 # not run (both stages would live on these 2 ranks). Negative controls: the same layer with its output left
-# Partial (no all-reduce); the receiver without the all-gather; the unsplit (replicated) send.
+# Partial (no all-reduce); the receiver without the all-gather; the same redistribution to Replicate (no split).
 # A model then prices one stage boundary of GPT-3 (t = 8) over the paper's 200 Gb/s InfiniBand cards.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 --main_process_port 0 snippets/model-parallelism/pipeline_tp_scatter_gather.py
@@ -53,7 +53,8 @@ _claims.at_most(
 
 full = replicated.to_local()
 sent_chunk = replicated.redistribute(mesh, [Shard(-1)]).to_local()  # what this rank sends over its own link
-unsplit = replicated.to_local()  # without the optimisation each TP rank sends its whole replicated copy
+# without the optimisation: the same redistribution, to Replicate() (no split), so each TP rank sends its whole copy
+unsplit = replicated.redistribute(mesh, [Replicate()]).to_local()
 _claims.at_most(
     "each_rank_sends_one_t_of_the_bytes",
     measured=sent_chunk.numel() * sent_chunk.element_size() / (full.numel() * full.element_size()),

@@ -728,6 +728,8 @@ def fsdp1_shards_nothing(patch):
         kwargs["sharding_strategy"] = ShardingStrategy.NO_SHARD
         return original(self, module, *args, **kwargs)
 
+    patch.wrap(FullyShardedDataParallel, "__init__", init)
+
 
 # ---- sharded-training/fsdp-prefetch-and-rate-limit (pages-e)
 @mutant("fsdp1-backward-prefetch-off-by-default",

@@ -1,5 +1,5 @@
 # Scaling the loss by k is not scaling the learning rate by k once weight decay (or Adam) is involved.
-# A small MLP trains 5 steps under DDP on 2 ranks, once with loss x 8 at lr and once with loss x 1 at 8 lr,
+# A small MLP trains 3 steps under DDP on 2 ranks, once with loss x 8 at lr and once with loss x 1 at 8 lr,
 # and the two updates (final weights minus initial weights) are compared:
 # - SGD (momentum 0.9) with weight_decay: the decay term lr * wd * w is added after backprop, so it is not
 #   scaled by the loss: the two runs differ. Control: the same runs with weight_decay=0 agree. Loss x 8 at lr
