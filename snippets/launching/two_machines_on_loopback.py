@@ -3,8 +3,10 @@
 # machine 0 (the rendezvous). Each machine starts 1 process (--num_processes is the TOTAL: 2 over 2
 # machines). Both processes join ONE world of 2 and all-reduce across the "machines".
 # Rank 0 of this snippet's own launch starts the two child launches at once and waits for both; every
-# child is killed in `finally`, whatever happens. Takes a few seconds (4.4 s in the reference run): two
-# child launches, each mostly importing torch and accelerate (a launch per machine is the point of the proof).
+# child is killed in `finally`, whatever happens. Each child launcher is a fork of rank 0 that runs what the
+# `accelerate launch` command runs (accelerate's launch_command on the command line's arguments) in a
+# cleaned environment: the fork has torch and accelerate imported already, so only the job's 2 processes
+# are fresh interpreters (a launch per machine is the point of the proof; their imports are most of its time).
 # Negative controls: each process's value before the all-reduce; the same variables in this snippet's
 # own single-machine ranks; this launch's own MASTER_PORT.
 #
@@ -13,16 +15,21 @@
 #     machine 0: accelerate launch --multi_gpu --num_machines 2 --num_processes 16 --machine_rank 0 \
 #                --main_process_ip 10.0.0.1 --main_process_port 29500 train.py
 #     machine 1: the same with --machine_rank 1
+import contextlib
+import gc
 import json
 import os
 import pathlib
+import signal
 import socket
-import subprocess
 import sys
 import tempfile
+import time
+import traceback
 
 import torch
 from accelerate import Accelerator
+from accelerate.commands.launch import launch_command, launch_command_parser
 from accelerate.utils import gather_object
 
 import _claims
@@ -67,6 +74,45 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def start_machine(argv, log):
+    """Fork rank 0 into a child launcher that runs `accelerate launch ARGV` (accelerate/commands/launch.py,
+    main) with its output in `log`; returns the fork's pid."""
+    pid = os.fork()
+    if pid == 0:  # the child launcher
+        code = 1
+        try:
+            os.setsid()  # its own session: the launcher and the process it starts are killed together
+            gc.disable()  # never free the parent's torch objects (its process group) here
+            with open(log, "w") as sink:
+                os.dup2(sink.fileno(), 1)
+                os.dup2(sink.fileno(), 2)
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # not the harness's log of rank 0
+            sys.stderr = open(2, "w", buffering=1, closefd=False)
+            os.environ.clear()
+            os.environ.update(clean_env())
+            sys.argv = ["accelerate launch", *argv]
+            launch_command(launch_command_parser().parse_args(argv))
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        except BaseException:  # noqa: BLE001  report it in the log, then leave
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)  # no atexit, no teardown of the copied harness state
+    return pid
+
+
+def wait_machine(pid, deadline):
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    return f"still running after {LAUNCH_TIMEOUT_S} s"
+
+
 ours = gather_object([[os.environ.get(name) for name in VARIABLES] + [os.environ.get("MASTER_PORT")]])
 
 reports, port = None, free_port()
@@ -74,28 +120,30 @@ if accelerator.is_main_process:
     with tempfile.TemporaryDirectory() as workdir:
         script = pathlib.Path(workdir, "job.py")
         script.write_text(CHILD)
-        machines = []
+        machines = {}  # machine rank -> pid of its launcher
         try:
             for machine_rank in (0, 1):
-                command = [
-                    sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+                argv = [
+                    "--multi_gpu",
                     "--num_machines", "2", "--machine_rank", str(machine_rank),  # <- this machine's rank
                     "--main_process_ip", "127.0.0.1", "--main_process_port", str(port),  # <- machine 0's address
                     "--num_processes", "2",  # <- the TOTAL over both machines
                     "--mixed_precision", "no", "--dynamo_backend", "no", str(script), workdir,
                 ]  # fmt: skip
-                machines.append(subprocess.Popen(command, env=clean_env(), stdout=subprocess.PIPE,
-                                                 stderr=subprocess.STDOUT, text=True, start_new_session=True))  # fmt: skip
-            for machine_rank, machine in enumerate(machines):
-                log, _ = machine.communicate(timeout=LAUNCH_TIMEOUT_S)
-                if machine.returncode != 0:
-                    raise RuntimeError(f"machine {machine_rank} failed ({machine.returncode}):\n{log[-3000:]}")
+                machines[machine_rank] = start_machine(argv, pathlib.Path(workdir, f"machine{machine_rank}.log"))
+            deadline = time.monotonic() + LAUNCH_TIMEOUT_S
+            for machine_rank, pid in list(machines.items()):
+                code = wait_machine(pid, deadline)
+                if code != 0:
+                    log = pathlib.Path(workdir, f"machine{machine_rank}.log").read_text()
+                    raise RuntimeError(f"machine {machine_rank} failed ({code}):\n{log[-3000:]}")
+                del machines[machine_rank]  # reaped
             reports = [json.loads(pathlib.Path(workdir, f"rank{r}.json").read_text()) for r in (0, 1)]
         finally:
-            for machine in machines:  # the launcher and the process it started share a session
-                if machine.poll() is None:
-                    os.killpg(machine.pid, 9)
-                machine.wait(timeout=10)
+            for pid in machines.values():  # still running: the launcher and its process share a session
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
 accelerator.wait_for_everyone()  # rank 1 waits here while rank 0's child launches run
 
 if accelerator.is_main_process:

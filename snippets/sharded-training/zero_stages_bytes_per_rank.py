@@ -249,7 +249,9 @@ zero3_bytes = {
 # --- When does torch's ZeRO-2 (FSDP2, reshard_after_forward=False) free the full gradient? ---------
 def bytes_kept_alive(root):
     """Storage bytes of every tensor `root` keeps alive: references walked from it (attributes,
-    containers, hooks and their closures), plus each tensor's .grad, which C++ holds, not a reference."""
+    containers, hooks and their closures), plus each tensor's .grad, which C++ holds, not a reference.
+    A function's module globals are the program's, not the model's: the walk does not enter them (through
+    them it would visit every object of every imported module, ~160,000, for the same storages)."""
     seen, storages, todo = set(), {}, [root]
     while todo:
         obj = todo.pop()
@@ -261,7 +263,10 @@ def bytes_kept_alive(root):
                 todo.append(obj.grad)
             if type(obj) in (torch.Tensor, torch.nn.Parameter):  # a DTensor's bytes are its local tensor's
                 storages[obj.untyped_storage().data_ptr()] = obj.untyped_storage().nbytes()
-        todo.extend(gc.get_referents(obj))
+        if isinstance(obj, types.FunctionType):  # its closure, defaults and attributes; not __globals__
+            todo.extend(part for part in (obj.__closure__, obj.__defaults__, obj.__kwdefaults__, obj.__dict__) if part)
+        else:
+            todo.extend(gc.get_referents(obj))
     return storages
 
 
