@@ -96,7 +96,9 @@ def proof_block(proof, slug: str, page_path: Path) -> str:
     # The code stays out of the search index (it was half of it): search finds the prose, which links here.
     code = f'??? example "The proof\'s code: `snippets/{snippet}`"\n{indent(code_block)}'
     return "\n\n".join(
-        [f'<div data-search-exclude="code" markdown="1">\n\n{code}\n\n</div>', run,
+        [f'<div data-search-exclude="code" markdown="1">\n\n{code}\n\n</div>',
+         # the same instructions on every page: one hit per page for "download" or "pip install" helps nobody
+         f'<div data-search-exclude="run" markdown="1">\n\n{run}\n\n</div>',
          evidence_block(proof, slug), releases_block(proof)]
     )
 

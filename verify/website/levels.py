@@ -120,7 +120,7 @@ def evidence_line(marker: levels.Marker, page: Page) -> str:
             targets = [source_links(words, *quoted[words], page) for words in targets]
         tag = f'<span class="ev-level ev-level--{esc(level)}">{esc(SHORT[level])}</span>'
         parts.append(f"{tag} · {', '.join(targets)}")
-    return f'<p class="ev-line">Evidence: {"; ".join(parts)}</p>'
+    return f'<p class="ev-line" data-search-exclude>Evidence: {"; ".join(parts)}</p>'
 
 
 def source_links(words: str, link: str, names: list, page: Page) -> str:
@@ -156,7 +156,8 @@ def checked_quotes(page: Page) -> str:
         items.append(f'<li id="{esc(source_anchor(source_id))}"><q>{esc(sources.normalised(entry["quote"]))}</q> '
                      f'({where}). It backs: {esc(entry["backs"])} <span class="ev-id">source '
                      f"<code>{esc(source_id)}</code></span></li>")  # fmt: skip
-    return (f'<div class="ev-quotes" id="checked-quotes" markdown="0"><p class="ev-heading">Checked quotes: '
+    # search leaves the quotes and the evidence lines out: source lines are no answer, and they doubled the index
+    return (f'<div class="ev-quotes" id="checked-quotes" markdown="0" data-search-exclude><p class="ev-heading">Checked quotes: '
             f"<code>python -m pytest verify -k {esc(page.slug)}</code> finds each one, word for word (whitespace "
             "normalised), in the installed file or the dated excerpt it names.</p>"
             f'<ul>{"".join(items)}</ul></div>')  # fmt: skip
