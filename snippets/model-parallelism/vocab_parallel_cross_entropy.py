@@ -5,9 +5,9 @@
 # the cross-entropy of the full logits in one process, and count what crosses ranks by wrapping
 # torch.distributed._functional_collectives (which DTensor and loss_parallel call): elements all-reduced
 # and all-gathered per token.
-# Negative controls: each rank's softmax over its own 500 columns only (no cross-rank max and sum), for
-# the tokens whose target lies in its shard; the same loss computed after gathering the logits
-# (DTensor.full_tensor()), for the traffic.
+# Negative controls: the same loss_parallel program with the two all-reduces of its log-softmax (the
+# cross-rank max and sum of exponentials) made identities, so each rank normalises over its own 500
+# columns; the same loss computed after gathering the logits (DTensor.full_tensor()), for the traffic.
 #
 #   ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 --main_process_port 0 snippets/model-parallelism/vocab_parallel_cross_entropy.py
 import contextlib
@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from accelerate import Accelerator
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Shard, distribute_tensor
+from torch.distributed.tensor.parallel import loss as loss_module
 from torch.distributed.tensor.parallel import loss_parallel
 
 import _claims
@@ -68,10 +69,28 @@ reference.backward()
 columns = slice(rank * (VOCAB // world), (rank + 1) * (VOCAB // world))
 gradient_difference = (logits.grad.to_local() - reference_logits.grad[:, columns]).abs().max().item()
 
-# Control 1: the rank's own shard as if it were the whole vocabulary (no cross-rank max or sum)
-mine = (target >= columns.start) & (target < columns.stop)
-alone = F.cross_entropy(local.detach()[mine], target[mine] - columns.start)
-full_on_mine = F.cross_entropy(full_logits[mine], target[mine])
+
+
+class WithoutLogSoftmaxReduction:
+    """loss.py's view of the functional collectives with all_reduce an identity: only its log-softmax calls
+    it (the max and the sum of exponentials); the target's masked reduce goes through DTensor, untouched."""
+
+    def __getattr__(self, name):
+        return getattr(funcol, name)
+
+    @staticmethod
+    def all_reduce(tensor, *args, **kwargs):
+        return tensor
+
+
+# Control 1: the same program without the cross-rank max and sum (each rank normalises over its shard)
+loss_module.funcol = WithoutLogSoftmaxReduction()
+try:
+    with loss_parallel():
+        unreduced = F.cross_entropy(distribute_tensor(full_logits.clone(), mesh, [Shard(1)]), target)
+    unreduced_loss = unreduced.full_tensor().item() if hasattr(unreduced, "full_tensor") else unreduced.item()
+finally:
+    loss_module.funcol = funcol
 
 # Control 2: gather the logits, then the ordinary loss
 gathered_traffic = Counter()
@@ -88,7 +107,7 @@ def worst(value):
 _claims.at_most(
     "vocab_parallel_loss_equals_full",
     measured=worst(abs(parallel_loss - reference.item())),
-    control=worst(abs(alone.item() - full_on_mine.item())),  # each rank's softmax over its shard alone
+    control=worst(abs(unreduced_loss - reference.item())),
     tolerance=1e-5,
     loss=parallel_loss,
     reference_loss=reference.item(),
@@ -96,6 +115,7 @@ _claims.at_most(
     full_logits_shape=list(full_logits.shape),
     gradient_max_difference=worst(gradient_difference),  # recorded, not judged
     gathered_loss=gathered_loss.item(),
+    loss_without_log_softmax_reduction=unreduced_loss,
 )
 def gathered_elements(totals):
     return totals["all_gather_tensor"] + totals["all_gather_single"]

@@ -122,3 +122,20 @@ def cuda_synchronize_is_a_no_op(patch):
     import torch
 
     patch.wrap(torch.cuda, "synchronize", lambda original, device=None: None)
+
+
+@mutant(
+    "row-parallel-all-reduces-weight-sized-buffer",
+    "a row-parallel Linear communicates per parameter, as DP does: it all-reduces a buffer the size of its "
+    "weight instead of its output activation, so its forward traffic no longer follows the tokens",
+)
+def row_parallel_all_reduces_weight_sized_buffer(patch):
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.tensor.parallel import RowwiseParallel
+
+    def per_parameter(original, output_layouts, use_local_output, mod, outputs, device_mesh):
+        dist.all_reduce(torch.zeros(mod.weight.shape, dtype=outputs.dtype), group=device_mesh.get_group())
+        return outputs.to_local()  # the activation's partial sum is never reduced
+
+    patch.wrap(RowwiseParallel, "_prepare_output_fn", per_parameter)

@@ -3,9 +3,12 @@
 # limiter, issues every unit's all-gather at once, so the unsharded parameters of all of them are allocated
 # together. With it, before a new all-gather the CPU waits on the free event of the unit two back
 # (_FreeEventQueue keeps at most 2 in flight). Eight FSDP units of Linear(4096, 4096); each unit's forward
-# also sleeps 5 ms on the GPU (torch.cuda._sleep) so the GPU is the slow side. We read the peak allocated
-# memory during one forward, beyond what was allocated before it, in units of one unit's unsharded
-# parameters. Negative control: the same program with limit_all_gathers=False.
+# also spins the GPU for a few ms (torch.cuda._sleep) so the GPU is the slow side. We read the peak ACTIVE
+# memory during one forward, beyond what was active before it, in units of one unit's unsharded parameters.
+# Not the allocated bytes: FSDP1 frees a unit's unsharded parameter on the CPU thread right after issuing
+# its forward (record_stream, then free), and the caching allocator lowers allocated_bytes at that free
+# although the block stays "active_awaiting_free" until the stream's work ends and cannot be reused; so a
+# CPU that runs ahead makes the allocator take new memory that only the active count shows. Negative control: the same program with limit_all_gathers=False.
 # Needs 2 CUDA GPUs (NCCL; on one GPU FSDP1 falls back to NO_SHARD and gathers nothing). Not yet run on a GPU.
 #
 #   accelerate launch --multi_gpu --num_processes 2 --main_process_port 0 snippets/sharded-training/fsdp_rate_limiter_memory_cuda.py
@@ -17,7 +20,7 @@ import _claims
 
 accelerator = Accelerator()
 assert accelerator.device.type == "cuda", "this proof needs CUDA GPUs"
-UNITS, WIDTH, SLEEP_CYCLES = 8, 4096, 5_000_000  # ~5 ms of GPU time per unit at ~1 GHz
+UNITS, WIDTH, SLEEP_CYCLES = 8, 4096, 5_000_000  # ~2.5 ms of GPU time per unit at ~2 GHz
 unit_bytes = (WIDTH * WIDTH + WIDTH) * 4  # one unit's unsharded fp32 parameters
 
 
@@ -39,11 +42,11 @@ def peak_units_in_forward(**fsdp_kwargs):
     with torch.no_grad():
         model(x)  # warm-up: the allocator's pools, the execution order
         torch.cuda.synchronize()
-        before = torch.cuda.memory_allocated()
+        before = torch.cuda.memory_stats()["active_bytes.all.current"]
         torch.cuda.reset_peak_memory_stats()
         model(x)
         torch.cuda.synchronize()
-    return (torch.cuda.max_memory_allocated() - before) / unit_bytes
+    return (torch.cuda.memory_stats()["active_bytes.all.peak"] - before) / unit_bytes
 
 
 limited = peak_units_in_forward()  # limit_all_gathers left out: the default, True
