@@ -66,7 +66,7 @@ def made_up_evidence(evidence_dir: Path) -> dict:
                         whole = isinstance(item.get("y"), str) and item["y"] == key
                         indexed = key.split(".")[-1].isdigit()  # details.NAME.0: a list in the evidence
                         path = key.split(".")[2:]
-                        if len(path) > 1:  # details.NAME.A.B: nested, every level keyed as the figure names it
+                        if len(path) > 1 or (path and not path[0].isdigit()):  # details.NAME.A(.B): keyed as named
                             if not isinstance(details.get(name), dict):
                                 details[name] = {}
                             level = details[name]
