@@ -17,7 +17,7 @@ from verify.paths import DOCS_DIR, ROOT
 # duplicate entries were merged: 291 of 447 in scope answered, 0.651. After follow-ups answered the
 # `partly` entries their pages nearly covered (ledger3): 393 of 462 in scope answered, 0.851.
 ANSWERED_SHARE_TARGET = 0.85
-ANSWERED_SHARE_FLOOR = 0.85
+ANSWERED_SHARE_FLOOR = 0.90  # 435 of 479 in scope on 2026-12-01; the share may only rise
 
 PAGE = DOCS_DIR / "what-people-ask.md"
 
