@@ -88,6 +88,9 @@ def problems(page: Page) -> list[str]:
             continue
         if spec["kind"] not in KINDS:
             found.append(f"{page.path}: figure {name!r} has kind {spec['kind']!r}, not one of {KINDS}")
+        unpictured = spec.get("not_pictured") or {}
+        if not isinstance(unpictured, dict) or not all(isinstance(why, str) and why.strip() for why in unpictured.values()):
+            found.append(f"{page.path}: figure {name!r}: not_pictured maps a mutant to why the figure cannot show it")
         for item in spec["data"]:
             claim = item.get("claim") or spec.get("claim")
             if claim not in page.claim_ids:
