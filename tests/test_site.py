@@ -110,7 +110,7 @@ def test_study_mode_is_built(site_without_evidence):
     assert "Figure: " in page and "python -m pytest verify -k pipeline-parallelism && mkdocs build" in page
     home = (site_without_evidence / "index.html").read_text()
     statuses = re.findall(r'<tr [^>]*data-status="([a-z-]+)"', home)
-    assert len(statuses) == len(data["questions"]) and set(statuses) <= {"no-evidence-yet", "gpu-ready-not-yet-run-on-a-gpu"}
+    assert len(statuses) == len(data["questions"]) and set(statuses) <= {"no-evidence-yet", "gpu-ready-not-yet-run-on-a-gpu", "sourced-only"}
     assert (site_without_evidence / "mock-interview" / "index.html").exists()
     assert (site_without_evidence / "cheat-sheet" / "index.html").exists()
 

@@ -25,7 +25,7 @@ from verify.website.evidence_box import md_text
 
 QUESTIONS_JSON = "assets/study/questions.json"
 ANSWER = re.compile(r'\?\?\? success "30-second answer"\n((?:    .*\n|\n)+)')
-STATUSES = ("passed", "failed", "no evidence yet", "GPU-ready, not yet run on a GPU")
+STATUSES = ("passed", "failed", "no evidence yet", "GPU-ready, not yet run on a GPU", "sourced only")
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -56,6 +56,8 @@ def topic_title(topic: str) -> str:
 
 def proof_status(page: Page) -> tuple[str, str]:
     """(status, why) of a page's proofs from the latest evidence: one of STATUSES."""
+    if not page.proofs:  # nothing installed here can run it (DeepSpeed's ZeRO tuning): checked quotes alone
+        return "sourced only", "no proof runs here; every statement is a checked quote"
     failed, missing, skipped, passed = [], [], [], []
     for proof in page.proofs:
         found = evidence.current(proof)
@@ -142,7 +144,8 @@ def question_table(nav: list, from_page: Path) -> str:
             "",
             "*Proof* is the verdict of the latest `pytest verify` run on the machine that built this site: "
             "**passed** (every claim held), **failed**, **no evidence yet** (not run since the claims last "
-            "changed), or **GPU-ready, not yet run on a GPU** (a proof that needs GPUs, skipped on a machine without). "
+            "changed), **GPU-ready, not yet run on a GPU** (a proof that needs GPUs, skipped on a machine without), or "
+            "**sourced only** (nothing installed here can run it: its statements are checked quotes). "
             "*Evidence* counts the page's claims and checked quotes per level: **measured** (a proof with a "
             "control and mutants on two processes), **modelled** (a quantitative model run as a proof), "
             "**sourced** (a quote checked word for word against the installed package or a dated excerpt), "
