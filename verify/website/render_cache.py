@@ -42,8 +42,14 @@ def install() -> None:
     SearchIndex.add_entry_from_context = cached_indexing
 
 
+@functools.lru_cache(maxsize=1)
+def library_versions() -> tuple[str, ...]:
+    # read once per build: every page's key needs them, and each lookup reads package metadata from disk
+    return tuple(importlib.metadata.version(name) for name in LIBRARIES)
+
+
 def settings_signature(config) -> str:
-    versions = [importlib.metadata.version(name) for name in LIBRARIES]
+    versions = library_versions()
     shaping = (config["markdown_extensions"], config["mdx_configs"], config["use_directory_urls"],
                config["site_url"], config["docs_dir"], config["validation"])  # fmt: skip
     return repr((versions, shaping))
@@ -137,7 +143,7 @@ def cached_indexing(index: SearchIndex, page) -> None:
     shaping = json.dumps([page.content, page.url, page.title, toc_signature(page.toc), meta.get("title"),
                           meta.get("tags"), meta.get("search"), repr(sorted(index.config.items())),
                           file_digest(index.config.get("jieba_dict")), file_digest(index.config.get("jieba_dict_user")),
-                          importlib.metadata.version("mkdocs-material")], default=str, ensure_ascii=False)  # fmt: skip
+                          library_versions()], default=str, ensure_ascii=False)  # fmt: skip
     path = FOLDER / f"search-{hashlib.sha256(shaping.encode('utf-8')).hexdigest()}.json"
     try:
         index.entries.extend(json.loads(path.read_text(encoding="utf-8")))
